@@ -1,0 +1,98 @@
+"""The one shape every loader produces: a `dspy.Example` with question, topic entities and gold answers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import dspy
+
+MAX_QUESTION_CHARS = 4_000
+INPUT_FIELDS = ("question", "topic_entities")
+
+
+class DatasetError(ValueError):
+    """A dataset file or row that cannot be read; the message names the file and line."""
+
+
+def make_example(
+    *,
+    source: str,
+    id: str,
+    question: object,
+    topic_entities: list[str],
+    answers: list[str],
+    topic_names: list[str] | None = None,
+    aliases: Mapping[str, list[str]] | None = None,
+    **extra: object,
+) -> dspy.Example:
+    """Validate one row and build its Example; `source` ("file:line") prefixes every error."""
+    if not isinstance(question, str) or not question.strip():
+        raise DatasetError(f"{source}: the question is missing or empty")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise DatasetError(f"{source}: the question is {len(question)} characters long (limit {MAX_QUESTION_CHARS})")
+    if not all(isinstance(e, str) and e.strip() for e in topic_entities):
+        raise DatasetError(f"{source}: topic entities must be non-empty strings, got {topic_entities!r}")
+    if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
+        raise DatasetError(f"{source}: answers must be a list of strings, got {answers!r}")
+    names = list(topic_names) if topic_names else list(topic_entities)
+    if len(names) != len(topic_entities):
+        raise DatasetError(f"{source}: {len(topic_entities)} topic entities but {len(names)} topic names")
+    return dspy.Example(
+        id=str(id),
+        question=question.strip(),
+        topic_entities=list(topic_entities),
+        topic_names=names,
+        answers=[a.strip() for a in answers if a.strip()],
+        aliases={k: list(v) for k, v in (aliases or {}).items()},
+        source=source,
+        **extra,
+    ).with_inputs(*INPUT_FIELDS)
+
+
+def read_jsonl(path: str | Path) -> Iterator[tuple[str, dict]]:
+    """(`file:line`, row) for each non-blank line; a line that is not a JSON object is a DatasetError."""
+    path = Path(path)
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    with handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            source = f"{path}:{number}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DatasetError(f"{source}: not valid JSON ({exc.msg})") from None
+            if not isinstance(row, dict):
+                raise DatasetError(f"{source}: expected a JSON object, got {type(row).__name__}")
+            yield source, row
+
+
+def read_json(path: str | Path) -> object:
+    """A whole JSON file; unreadable or invalid JSON is a DatasetError naming the file and line."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+
+
+def read_json_list(path: str | Path) -> list:
+    """A JSON file holding a list of objects (the ToG/PoG question files)."""
+    rows = read_json(path)
+    if not isinstance(rows, list):
+        raise DatasetError(f"{path}: expected a JSON list of questions, got {type(rows).__name__}")
+    return rows
+
+
+def require(row: Mapping, key: str, source: str) -> object:
+    """row[key], or a DatasetError that names the missing field."""
+    if key not in row:
+        raise DatasetError(f"{source}: missing field {key!r} (fields: {', '.join(sorted(map(str, row))) or 'none'})")
+    return row[key]

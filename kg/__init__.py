@@ -1,0 +1,29 @@
+"""Graph access for kgqa: one batched interface over an embedded store or a SPARQL endpoint."""
+
+from kg.embedded import EmbeddedStore
+from kg.endpoint import SparqlEndpoint
+from kg.errors import InvalidTermError, KGError
+from kg.graph import Fanout, KGStats, KnowledgeGraph, Step
+from kg.profiles import FREEBASE, GENERIC, METAQA, PROFILES, ROG, KGProfile, get_profile
+from kg.terms import Direction, Node, normalize_label
+
+__all__ = [
+    "Direction",
+    "EmbeddedStore",
+    "FREEBASE",
+    "Fanout",
+    "GENERIC",
+    "InvalidTermError",
+    "KGError",
+    "KGProfile",
+    "KGStats",
+    "KnowledgeGraph",
+    "METAQA",
+    "Node",
+    "PROFILES",
+    "ROG",
+    "SparqlEndpoint",
+    "Step",
+    "get_profile",
+    "normalize_label",
+]

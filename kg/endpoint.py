@@ -1,0 +1,97 @@
+"""The endpoint backend: any SPARQL 1.1 endpoint (Virtuoso, as Freebase users run it) via SPARQLWrapper."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+import urllib.error
+from collections.abc import Callable
+
+from SPARQLWrapper import JSON, POST, SPARQLWrapper
+from SPARQLWrapper.SPARQLExceptions import EndPointInternalError, SPARQLWrapperException
+
+from kg.errors import KGError
+from kg.terms import RdfTerm
+
+_KINDS = {"uri": "iri", "literal": "literal", "typed-literal": "literal", "bnode": "bnode"}
+
+
+class _Transient(Exception):
+    """A failure worth retrying: connection refused or reset, timeout, HTTP 5xx."""
+
+
+class SparqlEndpoint:
+    """SELECT queries over HTTP with a timeout, bounded retries with exponential backoff, and POST
+    for long queries. Every failure surfaces as a `KGError` that names the endpoint."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float = 30.0,
+        retries: int = 3,
+        backoff: float = 0.5,
+        post_above: int = 1_500,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not url.startswith(("http://", "https://")):
+            raise KGError(f"SPARQL endpoint must be an http(s) URL, got {url!r}")
+        self.url = url
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.post_above = post_above
+        self._sleep = sleep
+
+    def describe(self) -> str:
+        return self.url
+
+    def select(self, query: str) -> list[dict[str, RdfTerm]]:
+        last: Exception | None = None
+        for attempt in range(self.retries + 1):
+            if attempt:
+                self._sleep(self.backoff * 2 ** (attempt - 1))
+            try:
+                return self._parse(self._fetch(query))
+            except _Transient as exc:
+                last = exc.__cause__ or exc
+        raise KGError(f"SPARQL endpoint {self.url} failed after {self.retries + 1} attempts: {last}") from last
+
+    def _fetch(self, query: str) -> bytes:
+        client = SPARQLWrapper(self.url, agent="kgqa")
+        client.setQuery(query)
+        client.setReturnFormat(JSON)
+        client.setTimeout(int(max(1, self.timeout)))
+        if len(query) > self.post_above:
+            client.setMethod(POST)
+        try:
+            return client.query().response.read()
+        except EndPointInternalError as exc:
+            raise _Transient() from exc
+        except SPARQLWrapperException as exc:  # 400 bad query, 401, 404, 414: retrying will not help
+            raise KGError(f"SPARQL endpoint {self.url} refused the query: {_first_line(exc)}") from exc
+        except urllib.error.HTTPError as exc:
+            if exc.code >= 500 or exc.code == 429:
+                raise _Transient() from exc
+            raise KGError(f"SPARQL endpoint {self.url} answered HTTP {exc.code}: {exc.reason}") from exc
+        except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError) as exc:
+            raise _Transient() from exc
+
+    def _parse(self, body: bytes) -> list[dict[str, RdfTerm]]:
+        try:
+            bindings = json.loads(body)["results"]["bindings"]
+            return [
+                {name: _term(cell) for name, cell in row.items()}
+                for row in bindings
+            ]
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise KGError(f"SPARQL endpoint {self.url} answered garbage: {body[:120]!r}") from exc
+
+
+def _term(cell: dict) -> RdfTerm:
+    return RdfTerm(_KINDS[cell["type"]], cell["value"], datatype=cell.get("datatype"), lang=cell.get("xml:lang"))
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__

@@ -1,0 +1,9 @@
+"""Errors raised by the knowledge-graph layer."""
+
+
+class KGError(RuntimeError):
+    """The graph could not answer: an endpoint is down, timed out, or answered garbage."""
+
+
+class InvalidTermError(KGError, ValueError):
+    """An id, relation or label was refused before it could reach a query."""

@@ -1,0 +1,181 @@
+"""KG profiles: the schema conventions of one family of graphs.
+
+A profile turns the ids a user, a dataset or an LLM speaks of (`m.0abc`, `Joel Zwick`,
+`film.film.directed_by`) into IRIs and back, refuses ids that do not belong to it, and
+says which predicates hold names and which relations are noise.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from urllib.parse import quote, unquote
+
+from kg.errors import InvalidTermError
+from kg.terms import check_iri, check_text
+
+RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
+SKOS_PREF_LABEL = "http://www.w3.org/2004/02/skos/core#prefLabel"
+FREEBASE_NS = "http://rdf.freebase.com/ns/"
+KGQA_NS = "http://kgqa.local/"
+
+
+@dataclass(frozen=True)
+class PrefixCodec:
+    """Ids are the local part of IRIs under one namespace and must match `pattern`."""
+
+    namespace: str
+    pattern: re.Pattern[str]
+
+    def to_iri(self, local: str, *, what: str) -> str:
+        check_text(local, what=what)
+        if not self.pattern.fullmatch(local):
+            raise InvalidTermError(f"{what} {local[:120]!r} is not of the form {self.pattern.pattern}")
+        return self.namespace + local
+
+    def from_iri(self, iri: str) -> str | None:
+        if not iri.startswith(self.namespace):
+            return None
+        local = iri[len(self.namespace) :]
+        return local if self.pattern.fullmatch(local) else None
+
+
+@dataclass(frozen=True)
+class MintedCodec:
+    """Ids are names; IRIs are minted by percent-encoding them under a namespace."""
+
+    namespace: str
+
+    def to_iri(self, local: str, *, what: str) -> str:
+        check_text(local, what=what)
+        return self.namespace + quote(local, safe="")
+
+    def from_iri(self, iri: str) -> str | None:
+        if not iri.startswith(self.namespace):
+            return None
+        return unquote(iri[len(self.namespace) :]) or None
+
+
+@dataclass(frozen=True)
+class IriCodec:
+    """Ids are the IRIs themselves (generic RDF)."""
+
+    def to_iri(self, local: str, *, what: str) -> str:
+        return check_iri(local, what=what)
+
+    def from_iri(self, iri: str) -> str | None:
+        return iri
+
+
+Codec = PrefixCodec | MintedCodec | IriCodec
+
+
+@dataclass(frozen=True)
+class KGProfile:
+    """Schema conventions of a graph family; see `PROFILES` for the shipped ones."""
+
+    name: str
+    entities: Codec
+    relations: Codec
+    name_predicates: tuple[str, ...] = (RDFS_LABEL,)
+    name_lang: str | None = "en"
+    # Relations never offered to a walk: IRI prefixes of the relation ids, and substrings.
+    skip_relation_prefixes: tuple[str, ...] = ()
+    skip_relation_substrings: tuple[str, ...] = ()
+    # Entities without a name that a walk steps through to reach named ones (Freebase CVTs).
+    step_through_unnamed: bool = False
+    known_relations: tuple[str, ...] = field(default=())
+
+    def entity_iri(self, entity_id: str) -> str:
+        return self.entities.to_iri(entity_id, what="entity id")
+
+    def relation_iri(self, relation: str) -> str:
+        return self.relations.to_iri(relation, what="relation")
+
+    def entity_id(self, iri: str) -> str | None:
+        """The profile id of an IRI, or None when the IRI is not an entity of this profile."""
+        return self.entities.from_iri(iri)
+
+    def relation_id(self, iri: str) -> str | None:
+        relation = self.relations.from_iri(iri)
+        if relation is None or self.skips(relation):
+            return None
+        return relation
+
+    def skips(self, relation: str) -> bool:
+        return relation.startswith(self.skip_relation_prefixes) or any(
+            s in relation for s in self.skip_relation_substrings
+        )
+
+    def skip_iri_prefixes(self) -> tuple[str, ...]:
+        """Skipped relations as IRI prefixes, for filters pushed into SPARQL."""
+        namespace = getattr(self.relations, "namespace", "")
+        return tuple(namespace + p for p in self.skip_relation_prefixes)
+
+
+_FREEBASE_ID = re.compile(r"[mg]\.[0-9a-z_]+")
+_FREEBASE_RELATION = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)+")
+
+FREEBASE = KGProfile(
+    name="freebase",
+    entities=PrefixCodec(FREEBASE_NS, _FREEBASE_ID),
+    relations=PrefixCodec(FREEBASE_NS, _FREEBASE_RELATION),
+    name_predicates=(FREEBASE_NS + "type.object.name",),
+    name_lang="en",
+    skip_relation_prefixes=("type.object.", "common.", "freebase."),
+    skip_relation_substrings=("sameAs",),
+    step_through_unnamed=True,
+)
+
+METAQA_RELATIONS = (
+    "directed_by",
+    "written_by",
+    "starred_actors",
+    "release_year",
+    "in_language",
+    "has_genre",
+    "has_imdb_votes",
+    "has_imdb_rating",
+    "has_tags",
+)
+
+METAQA = KGProfile(
+    name="metaqa",
+    entities=MintedCodec(KGQA_NS + "metaqa/entity/"),
+    relations=PrefixCodec(KGQA_NS + "metaqa/relation/", re.compile(r"[a-z][a-z0-9_]*")),
+    name_predicates=(RDFS_LABEL,),
+    name_lang=None,
+    known_relations=METAQA_RELATIONS,
+)
+
+# RoG-style per-question graphs: entities are names (mids where nameless), relations are Freebase's.
+ROG = KGProfile(
+    name="rog",
+    entities=MintedCodec(KGQA_NS + "rog/entity/"),
+    relations=PrefixCodec(KGQA_NS + "rog/relation/", _FREEBASE_RELATION),
+    name_predicates=(RDFS_LABEL,),
+    name_lang=None,
+    skip_relation_prefixes=FREEBASE.skip_relation_prefixes,
+    skip_relation_substrings=FREEBASE.skip_relation_substrings,
+)
+
+GENERIC = KGProfile(
+    name="generic",
+    entities=IriCodec(),
+    relations=IriCodec(),
+    name_predicates=(RDFS_LABEL, SKOS_PREF_LABEL),
+    name_lang="en",
+    skip_relation_prefixes=(),
+    skip_relation_substrings=("#label", "#prefLabel", "sameAs"),
+)
+
+PROFILES: dict[str, KGProfile] = {p.name: p for p in (FREEBASE, METAQA, ROG, GENERIC)}
+
+
+def get_profile(name: str | KGProfile) -> KGProfile:
+    if isinstance(name, KGProfile):
+        return name
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise InvalidTermError(f"unknown KG profile {name!r}; choose one of {', '.join(PROFILES)}") from None
