@@ -57,7 +57,14 @@ class EmbeddedStore:
         except SyntaxError as exc:
             raise KGError(f"{self.describe()} refused a query: {exc}") from exc
         names = [v.value for v in solutions.variables]
-        return [{n: _term(s[n]) for n in names if s[n] is not None} for s in solutions]
+        rows = []
+        for solution in solutions:
+            row = {}
+            for name, term in zip(names, solution):
+                if term is not None:
+                    row[name] = _term(term)
+            rows.append(row)
+        return rows
 
     def add_triples(self, triples: Iterable[ox.Triple]) -> int:
         """Add triples (pyoxigraph terms) to the default graph; returns how many were given."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, NamedTuple, Protocol, TypeVar
 
@@ -20,14 +20,22 @@ from kg.terms import XSD, Direction, Node, RdfTerm, check_text, normalize_label
 
 K = TypeVar("K")
 V = TypeVar("V")
+Row = dict[str, RdfTerm]
 
 
 class SelectBackend(Protocol):
     """Anything that runs a SPARQL SELECT and returns rows of `RdfTerm`s by variable name."""
 
-    def select(self, query: str) -> list[dict[str, RdfTerm]]: ...
+    def select(self, query: str) -> list[Row]: ...
 
     def describe(self) -> str: ...
+
+
+class Edge(NamedTuple):
+    """A relation as seen from an entity: walked OUT (entity -r-> x) or IN (x -r-> entity)."""
+
+    relation: str
+    direction: Direction
 
 
 class Step(NamedTuple):
@@ -79,7 +87,8 @@ class KnowledgeGraph:
     """Batched access to one graph under one profile.
 
     >>> kg = KnowledgeGraph(EmbeddedStore.open("store/"), profile="freebase")
-    >>> kg.relations(["m.0demo"], direction=Direction.OUT)["m.0demo"]
+    >>> kg.relations(["m.0dm157"])["m.0dm157"]
+    (Edge(relation='film.film.country', direction=<Direction.OUT: 'out'>), ...)
     """
 
     def __init__(
@@ -89,11 +98,17 @@ class KnowledgeGraph:
         profile: str | KGProfile = "generic",
         max_relations: int = 500,
         max_neighbours: int = 1_000,
+        max_rows: int = 10_000,
+        scan_labels: bool = True,
     ) -> None:
         self.backend = backend
         self.profile = get_profile(profile)
-        self.max_relations = max_relations
-        self.max_neighbours = max_neighbours
+        # Virtuoso refuses sorted LIMITs above 10,000 rows by default (SR353). A per-key cap below
+        # the row cap lets a one-key query always tell a cut list from a whole one.
+        self.max_rows = max_rows
+        self.max_relations = min(max_relations, max_rows - 1)
+        self.max_neighbours = min(max_neighbours, max_rows - 1)
+        self.scan_labels = scan_labels
         self.stats = KGStats()
 
     def __repr__(self) -> str:
@@ -103,84 +118,94 @@ class KnowledgeGraph:
     def __deepcopy__(self, memo: dict) -> KnowledgeGraph:
         return self
 
-    def _select(self, query: str) -> list[dict[str, RdfTerm]]:
-        start = time.perf_counter()
-        rows = self.backend.select(query)
-        self.stats.record(len(rows), time.perf_counter() - start)
-        return rows
-
-    def _iris(self, entities: Iterable[str]) -> dict[str, str]:
-        """Validated IRIs by entity id, first-seen order, duplicates dropped."""
-        return {e: self.profile.entity_iri(e) for e in dict.fromkeys(entities)}
-
-    def _node(self, term: RdfTerm) -> Node | None:
-        if term.kind == "literal":
-            datatype = term.datatype
-            if datatype and datatype.startswith(XSD):
-                datatype = datatype[len(XSD) :]
-            elif datatype and datatype.endswith("langString"):
-                datatype = None
-            return Node(term.value, literal=True, datatype=datatype)
-        if term.kind == "iri":
-            entity = self.profile.entity_id(term.value)
-            return Node(entity) if entity is not None else None
-        return None  # blank nodes cannot be named in a later query
+    # -- the interface ---------------------------------------------------------------------
 
     def relations(
-        self, entities: Iterable[str], *, direction: Direction, limit: int | None = None
-    ) -> Fanout[str, str]:
-        """Relations leaving (OUT) or entering (IN) each entity, skipped ones removed, sorted."""
+        self, entities: Iterable[str], *, direction: Direction | str | None = None, limit: int | None = None
+    ) -> Fanout[str, Edge]:
+        """Relations around each entity (OUT, IN, or both when `direction` is None), skipped ones removed."""
         iris = self._iris(entities)
         if not iris:
             return Fanout({})
-        cap = limit or self.max_relations
-        query = queries.relations(
-            list(iris.values()),
-            direction=Direction(direction),
-            namespace=getattr(self.profile.relations, "namespace", ""),
-            skip_prefixes=self.profile.skip_iri_prefixes(),
-            skip_substrings=self.profile.skip_relation_substrings,
-            limit=cap * len(iris) + 1,
-        )
-        rows = self._select(query)
-        by_iri = {iri: e for e, iri in iris.items()}
-        found: dict[str, list[str]] = defaultdict(list)
-        for row in rows:
-            entity, relation = by_iri.get(row["e"].value), self.profile.relation_id(row["r"].value)
-            if entity is not None and relation is not None:
-                found[entity].append(relation)
-        return _capped(found, cap, hit_global_cap=len(rows) > cap * len(iris), keys=iris)
+        directions = (Direction.OUT, Direction.IN) if direction is None else (Direction(direction),)
+        cap = self._cap(limit, self.max_relations)
 
-    def follow(self, steps: Iterable[Step | tuple[str, str, Direction]], *, limit: int | None = None) -> Fanout[Step, Node]:
-        """Neighbours for many (entity, relation, direction) steps in one query."""
+        def query(batch: list[str], row_limit: int, ordered: bool) -> str:
+            return queries.relations(
+                batch,
+                directions=directions,
+                skip_prefixes=self.profile.skip_iri_prefixes(),
+                skip_substrings=self.profile.skip_relation_substrings,
+                limit=row_limit,
+            )
+
+        entity_of = {iri: e for e, iri in iris.items()}
+        found: dict[str, list[Edge]] = defaultdict(list)
+        rows, _ = self._batched_rows(list(iris.values()), len(directions), query)
+        for row in rows:
+            entity, direction_of_row = entity_of.get(row["e"].value), Direction(row["d"].value)
+            for iri in row["rs"].value.split():
+                relation = self.profile.relation_id(iri)
+                if entity is not None and relation is not None:
+                    found[entity].append(Edge(relation, direction_of_row))
+        return _capped(found, cap * len(directions), keys=iris, cut=set())
+
+    def follow(
+        self, steps: Iterable[Step | tuple[str, str, Direction | str]], *, limit: int | None = None, names: bool = True
+    ) -> Fanout[Step, Node]:
+        """Neighbours for many (entity, relation, direction) steps in one query.
+
+        With `names`, entity nodes come back named (`Node.name`) by the same query; nameless
+        ones (Freebase CVT nodes) have `name=None`.
+        """
         unique = list(dict.fromkeys(Step(e, r, Direction(d)) for e, r, d in steps))
         if not unique:
             return Fanout({})
-        cap = limit or self.max_neighbours
+        cap = self._cap(limit, self.max_neighbours)
         entity_iris = self._iris(s.entity for s in unique)
         relation_iris = {r: self.profile.relation_iri(r) for r in dict.fromkeys(s.relation for s in unique)}
-        query = queries.follow(
-            [(entity_iris[s.entity], relation_iris[s.relation], s.direction) for s in unique],
-            lang=self.profile.name_lang,
-            limit=cap * len(unique) + 1,
-        )
-        rows = self._select(query)
-        entity_by_iri = {iri: e for e, iri in entity_iris.items()}
-        relation_by_iri = {iri: r for r, iri in relation_iris.items()}
-        found: dict[Step, list[Node]] = defaultdict(list)
+        name_predicates = self.profile.name_predicates if names else ()
+
+        def query(batch: list[Step], row_limit: int, ordered: bool) -> str:
+            groups: dict[tuple[str, Direction], list[str]] = defaultdict(list)
+            for s in batch:
+                groups[relation_iris[s.relation], s.direction].append(entity_iris[s.entity])
+            return queries.follow(
+                groups, lang=self.profile.name_lang, name_predicates=name_predicates, limit=row_limit, ordered=ordered
+            )
+
+        entity_of = {iri: e for e, iri in entity_iris.items()}
+        relation_of = {iri: r for r, iri in relation_iris.items()}
+        found: dict[Step, dict[Node, tuple]] = defaultdict(dict)
+        rows, cut = self._batched_rows(unique, cap, query)
+        only = unique[0] if len({(s.relation, s.direction) for s in unique}) == 1 else None
         for row in rows:
             node = self._node(row["n"])
-            step = Step(entity_by_iri.get(row["e"].value), relation_by_iri.get(row["r"].value), Direction(row["d"].value))
-            if node is not None and step.entity is not None and step.relation is not None:
-                found[step].append(node)
-        return _capped(found, cap, hit_global_cap=len(rows) > cap * len(unique), keys=unique)
+            if only is not None:  # one (relation, direction): the query returns neither
+                step = Step(entity_of.get(row["e"].value), only.relation, only.direction)
+            else:
+                step = Step(entity_of.get(row["e"].value), relation_of.get(row["r"].value), Direction(row["d"].value))
+            if node is None or step.entity is None or step.relation is None:
+                continue
+            best = found[step].get(node)
+            rank = _name_rank(row, name_predicates)
+            if best is None or rank < best:
+                found[step][node] = rank
+        named = {step: [_with_name(node, rank) for node, rank in nodes.items()] for step, nodes in found.items()}
+        return _capped(named, cap, keys=unique, cut=cut)
 
     def neighbours(
-        self, entities: Iterable[str], relation: str, *, direction: Direction, limit: int | None = None
+        self,
+        entities: Iterable[str],
+        relation: str,
+        *,
+        direction: Direction | str,
+        limit: int | None = None,
+        names: bool = True,
     ) -> Fanout[str, Node]:
         """Neighbours of each entity through one relation and direction, in one query."""
         direction = Direction(direction)
-        result = self.follow((Step(e, relation, direction) for e in entities), limit=limit)
+        result = self.follow((Step(e, relation, direction) for e in entities), limit=limit, names=names)
         return Fanout(
             {step.entity: nodes for step, nodes in result.items.items()},
             frozenset(step.entity for step in result.truncated),
@@ -193,58 +218,124 @@ class KnowledgeGraph:
             return {}
         predicates = self.profile.name_predicates
         rows = self._select(queries.names(list(iris.values()), predicates=predicates, lang=self.profile.name_lang))
-        by_iri = {iri: e for e, iri in iris.items()}
-        best: dict[str, tuple[tuple, str]] = {}
+        entity_of = {iri: e for e, iri in iris.items()}
+        best: dict[str, tuple] = {}
         for row in rows:
-            entity = by_iri.get(row["e"].value)
-            if entity is None:
-                continue
-            name = row["name"]
-            # Earlier predicates first, then a language-tagged name over a plain one, then alphabetical.
-            rank = (predicates.index(row["p"].value), 0 if name.lang else 1, name.value)
-            if entity not in best or rank < best[entity][0]:
-                best[entity] = (rank, name.value)
-        return {e: best[e][1] for e in iris if e in best}
+            entity = entity_of.get(row["e"].value)
+            rank = _name_rank(row, predicates)
+            if entity is not None and (entity not in best or rank < best[entity]):
+                best[entity] = rank
+        return {e: best[e][-1] for e in iris if e in best}
 
     def link(self, labels: Iterable[str]) -> dict[str, tuple[str, ...]]:
-        """Entity ids whose name equals each label after normalization (case, spacing, Unicode form)."""
+        """Entity ids whose name equals each label after normalization (case, spacing, Unicode form).
+
+        One query probes likely spellings through the store's term index; labels still unmatched
+        get one case-insensitive scan when `scan_labels` is on (turn it off on a full Freebase).
+        """
         wanted = {label: normalize_label(check_text(label, what="label")) for label in dict.fromkeys(labels)}
         if not wanted:
             return {}
+        predicates, lang = self.profile.name_predicates, self.profile.name_lang
         forms = sorted({form for label in wanted for form in _surface_forms(label)})
-        query = queries.link(forms, predicates=self.profile.name_predicates, lang=self.profile.name_lang)
+        matches = self._linked(queries.link(forms, predicates=predicates, lang=lang))
+        missing = sorted({norm for norm in wanted.values() if norm not in matches})
+        if missing and self.scan_labels:
+            matches.update(self._linked(queries.link_scan(missing, predicates=predicates)))
+        return {label: tuple(sorted(matches.get(norm, ()))) for label, norm in wanted.items()}
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def _select(self, query: str) -> list[Row]:
+        start = time.perf_counter()
+        rows = self.backend.select(query)
+        self.stats.record(len(rows), time.perf_counter() - start)
+        return rows
+
+    def _batched_rows(
+        self, keys: list[K], cap: int, query: Callable[[list[K], int, bool], str]
+    ) -> tuple[list[Row], set[K]]:
+        """Rows for a batch of keys in one query, asking at most `cap` + 1 rows per key.
+
+        When the query's LIMIT is reached, rows of later keys may be missing, so the batch is
+        split in halves and asked again; a single key that still overflows is asked once more
+        with ORDER BY, so that what its cap keeps is deterministic. Both are rare: the common
+        case is one unordered query. Returns the rows and the keys whose lists were cut.
+        """
+        row_limit = min(cap * len(keys) + 1, self.max_rows)
+        rows = self._select(query(keys, row_limit, False))
+        if len(rows) < row_limit:
+            return rows, set()
+        if len(keys) == 1:
+            return self._select(query(keys, row_limit, True)), set(keys)
+        half = len(keys) // 2
+        first, cut_first = self._batched_rows(keys[:half], cap, query)
+        second, cut_second = self._batched_rows(keys[half:], cap, query)
+        return first + second, cut_first | cut_second
+
+    def _cap(self, limit: int | None, default: int) -> int:
+        return max(1, min(limit or default, self.max_rows - 1))
+
+    def _iris(self, entities: Iterable[str]) -> dict[str, str]:
+        """Validated IRIs by entity id, first-seen order, duplicates dropped."""
+        if isinstance(entities, str):
+            raise TypeError("pass a list of entity ids, not one string")
+        return {e: self.profile.entity_iri(e) for e in dict.fromkeys(entities)}
+
+    def _node(self, term: RdfTerm) -> Node | None:
+        if term.kind == "literal":
+            datatype = term.datatype
+            if datatype and datatype.startswith(XSD):
+                datatype = datatype[len(XSD) :]
+            # Plain literals: pyoxigraph says xsd:string, Virtuoso says nothing.
+            return Node(term.value, literal=True, datatype=None if datatype == "string" else datatype)
+        if term.kind == "iri":
+            entity = self.profile.entity_id(term.value)
+            return Node(entity) if entity is not None else None
+        return None  # blank nodes cannot be named in a later query
+
+    def _linked(self, query: str) -> dict[str, set[str]]:
         matches: dict[str, set[str]] = defaultdict(set)
         for row in self._select(query):
             entity = self.profile.entity_id(row["e"].value)
             if entity is not None:
                 matches[normalize_label(row["label"].value)].add(entity)
-        return {label: tuple(sorted(matches.get(norm, ()))) for label, norm in wanted.items()}
+        return matches
+
+
+def _name_rank(row: Row, predicates: tuple[str, ...]) -> tuple:
+    """Orders candidate names: earlier predicate, then language-tagged over plain, then alphabetical.
+    Queries over one name predicate do not return ?p."""
+    name = row.get("name")
+    if name is None:
+        return (len(predicates), 1, "", None)
+    predicate = predicates.index(row["p"].value) if "p" in row else 0
+    return (predicate, 0 if name.lang else 1, name.value, name.value)
+
+
+def _with_name(node: Node, rank: tuple) -> Node:
+    return node if node.literal or rank[-1] is None else Node(node.id, name=rank[-1])
+
+
+_MINOR_WORDS = {"a", "an", "and", "as", "at", "by", "de", "del", "for", "in", "of", "on", "or", "the", "to", "von"}
 
 
 def _surface_forms(label: str) -> set[str]:
     """Spellings probed through the store's term index; matches are then checked by normal form."""
     collapsed = " ".join(label.split())
-    return {label, collapsed, collapsed.lower(), collapsed.title(), collapsed.capitalize(), collapsed.upper()}
+    words = collapsed.lower().split()
+    headline = " ".join(w if i and w in _MINOR_WORDS else w[:1].upper() + w[1:] for i, w in enumerate(words))
+    return {label, collapsed, collapsed.lower(), collapsed.title(), collapsed.capitalize(), collapsed.upper(), headline}
 
 
-def _capped(found: Mapping[K, list[V]], cap: int, *, hit_global_cap: bool, keys: Iterable[K]) -> Fanout[K, V]:
-    """Sort each list, cut it at `cap`, and report the cut keys.
-
-    When the query's own LIMIT was reached, keys that stayed under their cap may have lost rows
-    too, so they are reported as truncated as well: a report errs towards saying "incomplete".
-    """
+def _capped(found: Mapping[K, list[V]], cap: int, *, keys: Iterable[K], cut: set[K]) -> Fanout[K, V]:
+    """Sort each list, cut it at `cap`, and report the keys that were cut (here or by a query LIMIT)."""
     items: dict[K, tuple[V, ...]] = {}
-    truncated: set[K] = set()
+    truncated: set[K] = set(cut)
     for key in keys:
-        values = sorted(dict.fromkeys(found.get(key, ())), key=_sort_key)
-        if len(values) > cap or hit_global_cap:
+        values = sorted(dict.fromkeys(found.get(key, ())))
+        if len(values) > cap:
             truncated.add(key)
         if values:
             items[key] = tuple(values[:cap])
     return Fanout(items, frozenset(truncated))
-
-
-def _sort_key(value: object) -> tuple:
-    if isinstance(value, Node):
-        return (value.literal, value.id, value.datatype or "")
-    return (False, str(value), "")

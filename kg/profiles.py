@@ -7,6 +7,7 @@ says which predicates hold names and which relations are noise.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote
@@ -86,16 +87,22 @@ class KGProfile:
     step_through_unnamed: bool = False
     known_relations: tuple[str, ...] = field(default=())
 
+    # Conversions are pure and hot (every id of every frontier, every IRI of every result):
+    # memoized per profile. Profiles are frozen, so they can key the caches.
+    @functools.lru_cache(maxsize=1 << 18)
     def entity_iri(self, entity_id: str) -> str:
         return self.entities.to_iri(entity_id, what="entity id")
 
+    @functools.lru_cache(maxsize=1 << 12)
     def relation_iri(self, relation: str) -> str:
         return self.relations.to_iri(relation, what="relation")
 
+    @functools.lru_cache(maxsize=1 << 18)
     def entity_id(self, iri: str) -> str | None:
         """The profile id of an IRI, or None when the IRI is not an entity of this profile."""
         return self.entities.from_iri(iri)
 
+    @functools.lru_cache(maxsize=1 << 12)
     def relation_id(self, iri: str) -> str | None:
         relation = self.relations.from_iri(iri)
         if relation is None or self.skips(relation):

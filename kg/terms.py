@@ -9,7 +9,8 @@ from __future__ import annotations
 import enum
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from kg.errors import InvalidTermError
 
@@ -35,9 +36,8 @@ class Direction(str, enum.Enum):
         return Direction.IN if self is Direction.OUT else Direction.OUT
 
 
-@dataclass(frozen=True, slots=True)
-class RdfTerm:
-    """One cell of a SPARQL result, independent of the backend that produced it."""
+class RdfTerm(NamedTuple):
+    """One cell of a SPARQL result, independent of the backend that produced it (a tuple: cheap to make)."""
 
     kind: str  # "iri" | "literal" | "bnode"
     value: str
@@ -55,6 +55,12 @@ class Node:
     id: str
     literal: bool = False
     datatype: str | None = None
+    name: str | None = field(default=None, compare=False)
+
+    @property
+    def label(self) -> str:
+        """What to show: the entity's name, else its id; a literal's value."""
+        return self.name or self.id
 
     @property
     def value(self) -> str | int | float:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from kg import Direction, EmbeddedStore, KnowledgeGraph
+from kg.paths import answer_names, walk
 from kg.profiles import FREEBASE_NS
 
 HERE = Path(__file__).parent
@@ -347,18 +348,6 @@ def build_triples() -> tuple[list[ox.Triple], Minter]:
     return triples, ids
 
 
-def walk(kg: KnowledgeGraph, topic: str, path: list[tuple[str, Direction]]) -> list[str]:
-    """Answer names (or literal values) at the end of `path`, never the topic itself."""
-    frontier = {topic}
-    nodes = []
-    for relation, direction in path:
-        reached = kg.neighbours(sorted(frontier), relation, direction=direction)
-        nodes = sorted({n for ns in reached.items.values() for n in ns if n.id != topic})
-        frontier = {n.id for n in nodes if not n.literal}
-    names = kg.names(n.id for n in nodes if not n.literal)
-    return sorted({names.get(n.id, n.id) for n in nodes if n.literal or n.id in names})
-
-
 def main() -> None:
     triples, ids = build_triples()
     (HERE / "demo.nt").write_bytes(ox.serialize(sorted(triples, key=str), format=ox.RdfFormat.N_TRIPLES))
@@ -368,7 +357,7 @@ def main() -> None:
     splits: dict[str, list[str]] = {"train": [], "dev": [], "test": []}
     for n, (split, question, topic, path) in enumerate(QUESTIONS):
         mid = ids.ids[topic]
-        answers = walk(kg, mid, path)
+        answers = answer_names(kg, walk(kg, [mid], path))
         if not answers:
             raise SystemExit(f"demo question has no answer in the KG: {question}")
         aliases = {a: ALIASES[a] for a in answers if a in ALIASES}

@@ -1,0 +1,87 @@
+"""Loading graph sources (RDF files, MetaQA's kb.txt, RoG graphs) into an embedded store."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from data.examples import DatasetError
+from data.metaqa import kb_triples
+from data.rog import graph_triples, load_rog
+from kg import EmbeddedStore, KnowledgeGraph, get_profile
+from kg.profiles import FREEBASE_NS
+
+FORMATS = ("ntriples", "turtle", "metaqa", "rog")
+_SUFFIXES = {".nt": "ntriples", ".ttl": "turtle", ".txt": "metaqa", ".parquet": "rog", ".jsonl": "rog", ".json": "rog"}
+_PROFILE_OF_FORMAT = {"metaqa": "metaqa", "rog": "rog"}
+
+
+def guess_format(source: str | Path) -> str:
+    suffix = Path(source).suffix.lower()
+    if suffix not in _SUFFIXES:
+        raise DatasetError(f"cannot tell the format of {source}; pass --format ({', '.join(FORMATS)})")
+    return _SUFFIXES[suffix]
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    source: str
+    format: str
+    triples: int
+    seconds: float
+
+
+def load_source(store: EmbeddedStore, source: str | Path, *, format: str | None = None) -> LoadReport:
+    """Add one source to the store; `format` is guessed from the file suffix when not given."""
+    format = format or guess_format(source)
+    if format not in FORMATS:
+        raise DatasetError(f"unknown KG format {format!r}; choose one of {', '.join(FORMATS)}")
+    if format != "rog" and not Path(source).is_file():
+        raise DatasetError(f"no such file: {source}")
+    before, start = len(store), time.perf_counter()
+    if format in ("ntriples", "turtle"):
+        store.load_file(source, format=format)
+    elif format == "metaqa":
+        store.add_triples(kb_triples(source))
+    else:
+        store.add_triples(t for ex in load_rog(source) for t in graph_triples(ex.graph))
+    return LoadReport(str(source), format, len(store) - before, time.perf_counter() - start)
+
+
+def guess_profile(store: EmbeddedStore, formats: list[str]) -> str:
+    """`metaqa`/`rog` by source format; RDF with Freebase names is `freebase`; else `generic`."""
+    for format in formats:
+        if format in _PROFILE_OF_FORMAT:
+            return _PROFILE_OF_FORMAT[format]
+    rows = store.select(f"SELECT ?s WHERE {{ ?s <{FREEBASE_NS}type.object.name> ?o }} LIMIT 1")
+    return "freebase" if rows else "generic"
+
+
+def build_store(
+    sources: list[str | Path], *, path: str | Path | None = None, format: str | None = None, profile: str | None = None
+) -> tuple[EmbeddedStore, str, list[LoadReport]]:
+    """Load sources into a new store (on disk when `path` is given) and record its metadata."""
+    store = EmbeddedStore.open(path, create=True) if path is not None else EmbeddedStore()
+    reports = [load_source(store, source, format=format) for source in sources]
+    profile = get_profile(profile).name if profile else guess_profile(store, [r.format for r in reports])
+    store.write_meta(
+        profile=profile,
+        sources=[{"source": r.source, "format": r.format, "triples": r.triples} for r in reports],
+        load_seconds=round(sum(r.seconds for r in reports), 3),
+    )
+    return store, profile, reports
+
+
+def store_stats(kg: KnowledgeGraph) -> dict[str, int]:
+    """Triples, entities (distinct profile entities in subject or object position) and relations."""
+    backend = kg.backend
+    triples = int(backend.select("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")[0]["n"].value)
+    nodes = backend.select("SELECT DISTINCT ?e WHERE { { ?e ?p ?o } UNION { ?s ?p ?e FILTER(isIRI(?e)) } }")
+    predicates = backend.select("SELECT DISTINCT ?p WHERE { ?s ?p ?o }")
+    profile = kg.profile
+    return {
+        "triples": triples,
+        "entities": sum(1 for row in nodes if profile.entity_id(row["e"].value) is not None),
+        "relations": sum(1 for row in predicates if profile.relation_id(row["p"].value) is not None),
+    }

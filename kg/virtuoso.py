@@ -1,0 +1,161 @@
+"""A throwaway local Virtuoso (Debian's `virtuoso-opensource`) for tests and benchmarks.
+
+Binds to 127.0.0.1 on free ports inside a temporary directory, bulk-loads N-Triples with
+`ld_dir` + `rdf_loader_run()`, and is stopped by its PID.
+
+    with LocalVirtuoso.start(workdir, ["data/demo/demo.nt"]) as virtuoso:
+        SparqlEndpoint(virtuoso.url)
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kg.errors import KGError
+
+GRAPH = "http://kgqa.local/graph"
+
+_INI = """\
+[Database]
+DatabaseFile = {dir}/virtuoso.db
+ErrorLogFile = {dir}/virtuoso.log
+LockFile = {dir}/virtuoso.lck
+TransactionFile = {dir}/virtuoso.trx
+xa_persistent_file = {dir}/virtuoso.pxa
+ErrorLogLevel = 7
+FileExtend = 200
+MaxCheckpointRemap = 2000
+Striping = 0
+TempStorage = TempDatabase
+
+[TempDatabase]
+DatabaseFile = {dir}/virtuoso-temp.db
+TransactionFile = {dir}/virtuoso-temp.trx
+MaxCheckpointRemap = 2000
+Striping = 0
+
+[Parameters]
+ServerPort = 127.0.0.1:{sql_port}
+NumberOfBuffers = 170000
+MaxDirtyBuffers = 130000
+CheckpointInterval = 60
+DirsAllowed = ., {dir}, {data}
+ThreadsPerQuery = 2
+MaxQueryMem = 1G
+
+[HTTPServer]
+ServerPort = 127.0.0.1:{http_port}
+ServerRoot = {dir}
+ServerThreads = 4
+MaxClientConnections = 4
+KeepAliveTimeout = 10
+
+[SPARQL]
+ResultSetMaxRows = 1000000
+MaxQueryCostEstimationTime = 0
+MaxQueryExecutionTime = 120
+DefaultGraph = {graph}
+"""
+
+
+def available() -> bool:
+    return shutil.which("virtuoso-t") is not None and shutil.which("isql-vt") is not None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class LocalVirtuoso:
+    workdir: Path
+    sql_port: int
+    http_port: int
+    process: subprocess.Popen
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}/sparql"
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @classmethod
+    def start(cls, workdir: str | Path, ntriples: Iterable[str | Path] = (), *, timeout: float = 60.0) -> LocalVirtuoso:
+        if not available():
+            raise KGError("virtuoso-t / isql-vt not found (apt-get install virtuoso-opensource)")
+        workdir = Path(workdir).resolve()
+        data = workdir / "load"
+        data.mkdir(parents=True, exist_ok=True)
+        for n, path in enumerate(ntriples):
+            os.symlink(Path(path).resolve(), data / f"{n:03d}-{Path(path).name}")
+        sql_port, http_port = free_port(), free_port()
+        (workdir / "virtuoso.ini").write_text(
+            _INI.format(dir=workdir, data=data, sql_port=sql_port, http_port=http_port, graph=GRAPH)
+        )
+        log = open(workdir / "stdout.log", "wb")
+        process = subprocess.Popen(
+            ["virtuoso-t", "+foreground", "+configfile", str(workdir / "virtuoso.ini")],
+            cwd=workdir, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        server = cls(workdir, sql_port, http_port, process)
+        try:
+            server._wait_ready(timeout)
+            if any(data.iterdir()):
+                server.isql(f"ld_dir('{data}', '*.nt', '{GRAPH}'); rdf_loader_run(); checkpoint;")
+        except BaseException:
+            server.stop()
+            raise
+        return server
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        probe = self.url + "?query=" + urllib.request.quote("ASK { ?s ?p ?o }")
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise KGError(f"virtuoso-t exited with {self.process.returncode}; see {self.workdir}/virtuoso.log")
+            try:
+                with urllib.request.urlopen(probe, timeout=2):
+                    return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                time.sleep(0.2)
+        raise KGError(f"virtuoso did not answer on {self.url} within {timeout:.0f} s")
+
+    def isql(self, sql: str) -> str:
+        result = subprocess.run(
+            ["isql-vt", f"127.0.0.1:{self.sql_port}", "dba", "dba", f"exec={sql}"],
+            capture_output=True, text=True, timeout=600,
+        )
+        if result.returncode != 0 or "*** Error" in result.stdout + result.stderr:
+            raise KGError(f"isql failed: {(result.stdout + result.stderr).strip()[-500:]}")
+        return result.stdout
+
+    def stop(self) -> None:
+        """SIGTERM by PID, then SIGKILL if it lingers."""
+        if self.process.poll() is not None:
+            return
+        os.kill(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.kill(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=5)
+
+    def __enter__(self) -> LocalVirtuoso:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

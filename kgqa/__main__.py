@@ -1,0 +1,3 @@
+from kgqa.cli import main
+import sys
+sys.exit(main())
