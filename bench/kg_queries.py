@@ -5,8 +5,8 @@ question's gold relation path (from its `qtype`) twice, doing what an exploring 
 at every hop: list the relations around the frontier (both directions), follow one relation,
 and name what was reached.
 
-- batched: per hop, one query for the relations around the frontier (both directions) and one for the
-  neighbours through the path's relation, named in the same query;
+- batched: one query for the relations around the topic entities, then per hop one query for the
+  neighbours through the path's relation, with their names and the relations around them;
 - anchor (ToG/PoG): per frontier entity 2 relation queries and 1 neighbour query, and 1 name query per
   entity reached, with the anchors' query shapes (see `AnchorAccess`).
 
@@ -41,14 +41,17 @@ Walk = Callable[[KnowledgeGraph, list[str], list[tuple[str, str]]], frozenset[st
 
 
 def walk_batched(kg: KnowledgeGraph, topics: list[str], path: list[tuple[str, str]]) -> frozenset[str]:
-    """Per hop: relations around the frontier (both directions, one query), then the neighbours
-    through the path's relation with their names (one query)."""
+    """The relations around the topics (one query), then per hop one query: the neighbours through
+    the path's relation, with their names and, unless it is the last hop, the relations around
+    them (the next hop's listing)."""
     frontier, reached = topics, []
-    for relation, direction in path:
-        kg.relations(frontier)
-        fanout = kg.neighbours(frontier, relation, direction=Direction(direction))
+    kg.relations(frontier)
+    for hop, (relation, direction) in enumerate(path, 1):
+        more = hop < len(path)  # the last hop's answers need no relation listing
+        fanout = kg.follow([(e, relation, Direction(direction)) for e in frontier], relations=more)
         reached = sorted({n for ns in fanout.items.values() for n in ns if n.literal or n.id not in topics})
         frontier = [n.id for n in reached if not n.literal]
+        assert not more or all(e in fanout.around for e in frontier)  # the next hop's relations came along
     return frozenset(n.label for n in reached)
 
 

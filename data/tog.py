@@ -3,6 +3,8 @@
 Handles `cwq.json`, `WebQSP.json` (both the flat form and the original `Parses` form),
 `grailqa.json`, `SimpleQA.json` and `WebQuestions.json`: the fields are told apart per row.
 CWQ aliases come from PoG's `cwq_aname_dict.json` ({question: [answer, alias, ...]}) when given.
+Topic keys that are not Freebase ids (WebQuestions' "UnknownMID") land in `unlinked_topics`;
+a few CWQ and GrailQA rows have no topic entity at all and load with an empty list.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 import dspy
 
 from data.examples import DatasetError, make_example, read_json, read_json_list
+from kg.profiles import FREEBASE
 
 _ID_FIELDS = ("ID", "QuestionId", "qid", "id")
 _QUESTION_FIELDS = ("question", "RawQuestion", "ProcessedQuestion")
@@ -65,14 +68,17 @@ def load_tog(path: str | Path, *, aliases: str | Path | None = None) -> Iterator
             raise DatasetError(f"{source}: expected a JSON object, got {type(row).__name__}")
         question = next((row[k] for k in _QUESTION_FIELDS if row.get(k)), None)
         topics, answers = _topics_and_answers(row, source)
+        # ToG's WebQuestions marks unlinked topics as "UnknownMID": keep their names for label lookup.
+        linked = {mid: name for mid, name in topics.items() if FREEBASE.entities.pattern.fullmatch(mid)}
         extra = {k: row[k] for k in ("compositionality_type", "relation", "level") if k in row}
+        extra["unlinked_topics"] = [name for mid, name in topics.items() if mid not in linked]
         names = alias_map.get(question) or []
         yield make_example(
             source=source,
             id=next((str(row[k]) for k in _ID_FIELDS if row.get(k) is not None), f"{path.stem}-{index}"),
             question=question,
-            topic_entities=list(topics),
-            topic_names=list(topics.values()),
+            topic_entities=list(linked),
+            topic_names=list(linked.values()),
             answers=answers,
             aliases={a: others for a in answers if (others := [n for n in names if n != a])},
             **extra,

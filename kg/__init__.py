@@ -3,12 +3,13 @@
 from kg.embedded import EmbeddedStore
 from kg.endpoint import SparqlEndpoint
 from kg.errors import InvalidTermError, KGError
-from kg.graph import Fanout, KGStats, KnowledgeGraph, Step
+from kg.graph import Edge, Fanout, KGStats, KnowledgeGraph, Step
 from kg.profiles import FREEBASE, GENERIC, METAQA, PROFILES, ROG, KGProfile, get_profile
 from kg.terms import Direction, Node, normalize_label
 
 __all__ = [
     "Direction",
+    "Edge",
     "EmbeddedStore",
     "FREEBASE",
     "Fanout",

@@ -45,6 +45,12 @@ def _named(subject: str, *, predicates: Sequence[str], lang: str | None, name: s
     return " UNION ".join(blocks)
 
 
+def _relation_filter(variable: str, skip_prefixes: Sequence[str], skip_substrings: Sequence[str]) -> str:
+    filters = [f"!STRSTARTS(STR(?{variable}), {sparql_string(p)})" for p in skip_prefixes]
+    filters += [f"!CONTAINS(STR(?{variable}), {sparql_string(s)})" for s in skip_substrings]
+    return f"FILTER({' && '.join(filters)})" if filters else ""
+
+
 def relations(
     entity_iris: Sequence[str],
     *,
@@ -58,9 +64,7 @@ def relations(
     Aggregating in the engine matters: serializing result rows is the main cost on both
     backends (Virtuoso: about 40 us a row), and an entity has a handful of rows this way.
     """
-    filters = [f"!STRSTARTS(STR(?r), {sparql_string(p)})" for p in skip_prefixes]
-    filters += [f"!CONTAINS(STR(?r), {sparql_string(s)})" for s in skip_substrings]
-    where = f"FILTER({' && '.join(filters)})" if filters else ""
+    where = _relation_filter("r", skip_prefixes, skip_substrings)
     values = _values("e", map(sparql_iri, entity_iris))
     blocks = [
         f"{{ {values} {_edge(d, '?e', '?r', '?x')} BIND({sparql_string(d.value)} AS ?d) {where} }}" for d in directions
@@ -78,12 +82,19 @@ def follow(
     name_predicates: Sequence[str],
     limit: int,
     ordered: bool,
+    relations_of_neighbours: bool = False,
+    skip_prefixes: Sequence[str] = (),
+    skip_substrings: Sequence[str] = (),
 ) -> str:
-    """(entity, [relation, direction,] neighbour[, name]) rows; `groups` maps (relation IRI,
-    direction) to the entity IRIs to follow it from. With one group, the relation and
-    direction are constants and are not returned. With name predicates, each IRI neighbour
-    comes with its names (OPTIONAL), saving a names round trip. `ordered` sorts before the
-    LIMIT, which only matters when the LIMIT cuts."""
+    """(entity, [relation, direction,] neighbour[, name][, rels]) rows; `groups` maps (relation IRI,
+    direction) to the entity IRIs to follow it from.
+
+    With one group, the relation and direction are constants and are not returned. With name
+    predicates, each IRI neighbour comes with its names (OPTIONAL). With `relations_of_neighbours`,
+    each IRI neighbour also comes with the relations around it, aggregated into ?rels as
+    `>iri` (outgoing) and `<iri` (incoming) tokens: what the next depth of a walk asks first,
+    fetched in this round trip. `ordered` sorts before the LIMIT, which only matters when it cuts.
+    """
     single = len(groups) == 1
     blocks = []
     for (relation, direction), entity_iris in groups.items():
@@ -93,9 +104,19 @@ def follow(
     where = blocks[0] if single else " UNION ".join(f"{{ {b} }}" for b in blocks)
     names = f"OPTIONAL {{ {_named('?n', predicates=name_predicates, lang=lang)} }}" if name_predicates else ""
     keys = "?e ?n" if single else "?e ?r ?d ?n"
-    select = keys + (" ?name" if len(name_predicates) == 1 else " ?p ?name" if name_predicates else "")
+    named = " ?name" if len(name_predicates) == 1 else " ?p ?name" if name_predicates else ""
     order = f"ORDER BY {keys} " if ordered else ""
-    return f"SELECT {select} WHERE {{ {where} {names} }} {order}LIMIT {int(limit)}"
+    if not relations_of_neighbours:
+        return f"SELECT {keys}{named} WHERE {{ {where} {names} }} {order}LIMIT {int(limit)}"
+    skip = _relation_filter("r2", skip_prefixes, skip_substrings)
+    around = (
+        f'OPTIONAL {{ {{ ?n ?r2 ?x2 . BIND(CONCAT(">", STR(?r2)) AS ?rel) {skip} }} '
+        f'UNION {{ ?x2 ?r2 ?n . BIND(CONCAT("<", STR(?r2)) AS ?rel) {skip} }} FILTER(isIRI(?n)) }}'
+    )
+    return (
+        f'SELECT {keys}{named} (GROUP_CONCAT(DISTINCT ?rel; separator=" ") AS ?rels) '
+        f"WHERE {{ {where} {names} {around} }} GROUP BY {keys}{named} {order}LIMIT {int(limit)}"
+    )
 
 
 def names(entity_iris: Sequence[str], *, predicates: Sequence[str], lang: str | None) -> str:

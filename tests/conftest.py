@@ -1,0 +1,54 @@
+"""Shared fixtures: the demo KG on every backend, and the real data beside the project."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import pytest  # noqa: E402
+
+from data.demo import DEMO_KG  # noqa: E402
+from kg import EmbeddedStore, KnowledgeGraph, SparqlEndpoint, virtuoso  # noqa: E402
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        if IN_CI:
+            pytest.fail(f"CI runs need the real data at {SHARED_DATA}")
+        pytest.skip(f"real data not found at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def demo_store() -> EmbeddedStore:
+    store = EmbeddedStore()
+    store.load_file(DEMO_KG, format="ntriples")
+    return store
+
+
+@pytest.fixture(scope="session")
+def virtuoso_server(tmp_path_factory):
+    """A real Virtuoso on 127.0.0.1 (free ports, temp dir), bulk-loaded with the demo KG, stopped by PID."""
+    if not virtuoso.available():
+        if IN_CI:
+            pytest.fail("CI must run the Virtuoso contract tests: virtuoso-t is missing")
+        pytest.skip("virtuoso-t not installed (apt-get install virtuoso-opensource)")
+    server = virtuoso.LocalVirtuoso.start(tmp_path_factory.mktemp("virtuoso"), [DEMO_KG])
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["embedded", "virtuoso"])
+def demo_kg(request, demo_store) -> KnowledgeGraph:
+    """The demo KG (Freebase profile) on the embedded store and on Virtuoso: one contract, two backends."""
+    if request.param == "embedded":
+        return KnowledgeGraph(demo_store, profile="freebase")
+    server = request.getfixturevalue("virtuoso_server")
+    return KnowledgeGraph(SparqlEndpoint(server.url, timeout=10), profile="freebase")

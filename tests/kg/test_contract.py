@@ -1,0 +1,148 @@
+"""One contract for every backend: the demo KG on pyoxigraph and on a real Virtuoso answer alike."""
+
+from __future__ import annotations
+
+import pytest
+
+from kg import Direction, Edge, InvalidTermError, KnowledgeGraph, Node, Step
+from kg.paths import answer_names, walk
+
+OUT, IN = Direction.OUT, Direction.IN
+
+
+def mid(kg: KnowledgeGraph, name: str) -> str:
+    (entity,) = kg.link([name])[name]
+    return entity
+
+
+def test_link_finds_ids_by_normalized_label(demo_kg):
+    found = demo_kg.link(["Parasite", "  parasite ", "UNITED STATES OF AMERICA", "Amélie", "no such film"])
+    assert len(found["Parasite"]) == 1
+    assert found["  parasite "] == found["Parasite"]
+    assert len(found["UNITED STATES OF AMERICA"]) == 1
+    assert len(found["Amélie"]) == 1
+    assert found["no such film"] == ()
+
+
+def test_link_keeps_the_film_1941_apart_from_years(demo_kg):
+    (film,) = demo_kg.link(["1941"])["1941"]
+    assert demo_kg.names([film]) == {film: "1941"}
+    released = demo_kg.neighbours([film], "film.film.initial_release_date", direction=OUT)[film]
+    assert released == (Node("1979-12-14", literal=True, datatype="date"),)
+
+
+def test_relations_both_directions_in_one_query_with_noise_skipped(demo_kg):
+    parasite = mid(demo_kg, "Parasite")
+    before = demo_kg.stats.queries
+    edges = demo_kg.relations([parasite])[parasite]
+    assert demo_kg.stats.queries - before == 1
+    assert Edge("film.film.directed_by", OUT) in edges
+    assert Edge("film.film.starring", OUT) in edges
+    assert Edge("award.award_honor.honored_for", IN) in edges
+    assert not any(e.relation.startswith(("type.object.", "common.")) for e in edges)
+    assert list(edges) == sorted(edges)
+
+
+def test_relations_one_direction(demo_kg):
+    parasite = mid(demo_kg, "Parasite")
+    incoming = demo_kg.relations([parasite], direction=IN)[parasite]
+    assert incoming == (Edge("award.award_honor.honored_for", IN),)
+
+
+def test_one_query_answers_a_whole_frontier(demo_kg):
+    usa = mid(demo_kg, "United States of America")
+    films = [n.id for n in demo_kg.neighbours([usa], "film.film.country", direction=IN)[usa]]
+    assert len(films) >= 15
+    before = demo_kg.stats.queries
+    relations = demo_kg.relations(films)
+    directors = demo_kg.neighbours(films, "film.film.directed_by", direction=OUT)
+    names = demo_kg.names(films)
+    assert demo_kg.stats.queries - before == 3
+    assert set(relations) == set(films) and set(names) == set(films)
+    assert all(len(directors[f]) >= 1 for f in films)
+
+
+def test_neighbours_come_named_and_cvt_nodes_come_nameless(demo_kg):
+    titanic = mid(demo_kg, "Titanic")
+    performances = demo_kg.neighbours([titanic], "film.film.starring", direction=OUT)[titanic]
+    assert len(performances) == 2
+    assert all(not p.literal and p.name is None for p in performances)  # unnamed CVT nodes
+    assert demo_kg.names([p.id for p in performances]) == {}
+    actors = demo_kg.neighbours([p.id for p in performances], "film.performance.actor", direction=OUT)
+    assert sorted(n.label for ns in actors.items.values() for n in ns) == ["Kate Winslet", "Leonardo DiCaprio"]
+
+
+def test_follow_mixes_relations_and_directions_in_one_query(demo_kg):
+    parasite, bong = mid(demo_kg, "Parasite"), mid(demo_kg, "Bong Joon-ho")
+    before = demo_kg.stats.queries
+    result = demo_kg.follow(
+        [(parasite, "film.film.directed_by", OUT), (bong, "film.film.directed_by", IN), (parasite, "film.film.initial_release_date", OUT)]
+    )
+    assert demo_kg.stats.queries - before == 1
+    assert [n.label for n in result[Step(parasite, "film.film.directed_by", OUT)]] == ["Bong Joon-ho"]
+    assert sorted(n.label for n in result[Step(bong, "film.film.directed_by", IN)]) == ["Memories of Murder", "Parasite"]
+    assert result[Step(parasite, "film.film.initial_release_date", OUT)] == (Node("2019-05-30", literal=True, datatype="date"),)
+
+
+def test_year_literals_come_back_as_values(demo_kg):
+    ang_lee = mid(demo_kg, "Ang Lee")
+    nodes = walk(demo_kg, [ang_lee], [("award.award_winner.awards_won", OUT), ("award.award_honor.year", OUT)])
+    assert nodes == [Node("2013", literal=True, datatype="gYear")]
+    assert nodes[0].value == 2013
+
+
+def test_limits_cut_deterministically_and_say_so(demo_kg):
+    usa = mid(demo_kg, "United States of America")
+    full = demo_kg.neighbours([usa], "film.film.country", direction=IN)
+    assert usa not in full.truncated
+    first = demo_kg.neighbours([usa], "film.film.country", direction=IN, limit=3)
+    again = demo_kg.neighbours([usa], "film.film.country", direction=IN, limit=3)
+    assert first.truncated == {usa}
+    assert first[usa] == again[usa] == full[usa][:3]
+
+
+def test_a_batch_that_overflows_the_row_cap_is_split_not_cut(demo_store):
+    from kg import KnowledgeGraph
+
+    kg = KnowledgeGraph(demo_store, profile="freebase", max_rows=4)
+    usa, france = (kg.link([n])[n][0] for n in ("United States of America", "France"))
+    complete = KnowledgeGraph(demo_store, profile="freebase").neighbours([france], "people.person.nationality", direction=IN)
+    assert len(complete[france]) == 2
+    result = kg.neighbours([usa, france], "people.person.nationality", direction=IN, limit=2)
+    # The first query hits its 4-row LIMIT; halves are asked again, so France loses nothing.
+    assert kg.stats.queries > 1
+    assert result.truncated == {usa}
+    assert len(result[usa]) == 2
+    assert result[france] == complete[france]
+
+
+def test_unknown_entities_answer_empty_and_bad_ids_are_refused(demo_kg):
+    assert demo_kg.relations(["m.0nothere"]).items == {}
+    assert demo_kg.neighbours(["m.0nothere"], "film.film.directed_by", direction=OUT).items == {}
+    assert demo_kg.names(["m.0nothere"]) == {}
+    for bad in ["Parasite", "m.0dm157> ?p ?o } #", "", "m.0dm157\n"]:
+        with pytest.raises(InvalidTermError):
+            demo_kg.relations([bad])
+    with pytest.raises(InvalidTermError):
+        demo_kg.neighbours(["m.0dm157"], "film.film.directed_by> ?x", direction=OUT)
+
+
+def test_gold_paths_of_the_demo_questions_reproduce_their_answers(demo_kg):
+    from data.demo import split_path
+    from data.jsonl import load_jsonl
+
+    for ex in load_jsonl(split_path("test")):
+        assert answer_names(demo_kg, walk(demo_kg, ex.topic_entities, ex.path)) == sorted(ex.answers), ex.question
+
+
+def test_follow_brings_the_relations_around_what_it_reaches(demo_kg):
+    titanic = mid(demo_kg, "Titanic")
+    before = demo_kg.stats.queries
+    result = demo_kg.follow([(titanic, "film.film.directed_by", OUT), (titanic, "film.film.starring", OUT)], relations=True)
+    assert demo_kg.stats.queries - before == 1
+    (cameron,) = result[Step(titanic, "film.film.directed_by", OUT)]
+    assert result.around[cameron.id] == demo_kg.relations([cameron.id])[cameron.id]
+    for performance in result[Step(titanic, "film.film.starring", OUT)]:
+        assert result.around[performance.id] == (
+            Edge("film.film.starring", IN), Edge("film.performance.actor", OUT), Edge("film.performance.character", OUT)
+        )

@@ -1,0 +1,39 @@
+"""The `kgqa` command as a user runs it: a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from data.demo import DEMO_KG
+
+
+def kgqa(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kgqa", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_kg_load_then_stats(tmp_path):
+    store = tmp_path / "store"
+    loaded = kgqa("kg", "load", str(DEMO_KG), "--store", str(store))
+    assert loaded.returncode == 0, loaded.stderr
+    assert "profile freebase" in loaded.stdout
+    stats = kgqa("kg", "stats", "--store", str(store), "--json")
+    assert stats.returncode == 0, stats.stderr
+    numbers = json.loads(stats.stdout)
+    assert numbers["profile"] == "freebase" and numbers["triples"] > 500 and numbers["relations"] >= 20
+    assert numbers["load_seconds"] >= 0
+
+
+def test_user_errors_are_one_line_without_traceback(tmp_path):
+    result = kgqa("kg", "stats", "--store", str(tmp_path / "nowhere"))
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and result.stderr.startswith("kgqa: error: no kgqa store")
+    result = kgqa("kg", "load", str(tmp_path / "missing.nt"), "--store", str(tmp_path / "s"))
+    assert result.returncode == 2 and "no such file" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_demo_answers_through_the_demo_kg():
+    result = kgqa("demo")
+    assert result.returncode == 0, result.stderr
+    assert "Q: Who directed Parasite?\nA: Bong Joon-ho" in result.stdout
