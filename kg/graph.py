@@ -7,6 +7,7 @@ deterministically (ORDER BY + LIMIT, then per-key caps) and the capped keys are 
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from collections import defaultdict
@@ -119,6 +120,12 @@ class KnowledgeGraph:
     # DSPy deep-copies programs while compiling; every copy must share this one client.
     def __deepcopy__(self, memo: dict) -> KnowledgeGraph:
         return self
+
+    def scoped(self) -> KnowledgeGraph:
+        """A view on the same backend and profile with its own query counter (one per question)."""
+        view = copy.copy(self)
+        view.stats = KGStats()
+        return view
 
     # -- the interface ---------------------------------------------------------------------
 

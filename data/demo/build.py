@@ -325,6 +325,7 @@ def build_triples() -> tuple[list[ox.Triple], Minter]:
         add(f, "film.film.initial_release_date", date(released))
         for director in directors:
             add(f, "film.film.directed_by", entity(director, "people.person"))
+            add(entity(director, "people.person"), "film.director.film", f)  # Freebase's inverse twin
         for writer in writers:
             add(f, "film.film.written_by", entity(writer, "people.person"))
         add(f, "film.film.genre", entity(genre, "film.film_genre"))

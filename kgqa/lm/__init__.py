@@ -1,0 +1,1 @@
+"""Language models for kgqa: a scripted engine for tests and demos (local and LiteLLM models come with the CLI)."""

