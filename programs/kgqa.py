@@ -77,12 +77,15 @@ class Run:
 
 @dataclass
 class Candidates:
-    """Nodes reached from one trail through one (possibly compound, via a CVT node) edge."""
+    """Nodes reached from one trail through one relation, or a compound one through CVT nodes.
+
+    `members` pairs each node with the hops before its last one: empty, or the hop to the
+    (nameless) CVT node it was reached through. One prune decision covers the whole group.
+    """
 
     trail: Trail
-    prefix: tuple[Hop, ...]  # hops before the last one (a CVT node), usually empty
-    edge: Edge
-    nodes: list[Node]
+    edges: tuple[Edge, ...]
+    members: list[tuple[tuple[Hop, ...], Node]]
     score: float
 
 
@@ -226,7 +229,7 @@ class KGQA(dspy.Module):
                 through += [(trail, edge, score, n) for n in nodes if not n.literal and not n.name]
                 nodes = [n for n in nodes if n.literal or n.name]
             if nodes:
-                groups.append(Candidates(trail, (), edge, nodes, score))
+                groups.append(Candidates(trail, (edge,), [((), n) for n in nodes], score))
         if through:
             groups += self._step_through(run, through, relations, more=more)
         return groups, relations
@@ -251,18 +254,19 @@ class KGQA(dspy.Module):
                 nodes = [n for n in fanout[Step(cvt.id, e.relation, e.direction)] if n.literal or n.id not in excluded]
                 if nodes:
                     prefix = (Hop(edge.relation, edge.direction, cvt),)
-                    groups.setdefault((trail, edge, e), Candidates(trail, prefix, e, [], score)).nodes.extend(nodes)
+                    group = groups.setdefault((trail, edge, e), Candidates(trail, (edge, e), [], score))
+                    group.members += [(prefix, n) for n in nodes]
         return list(groups.values())
 
     def _choose_entities(self, run: Run, groups: list[Candidates]) -> list[Trail]:
         kept: list[Trail] = []
         for group in groups:
-            literals = [n for n in group.nodes if n.literal]
-            entities = [n for n in dict.fromkeys(group.nodes) if not n.literal]
+            nodes = list(dict.fromkeys(n for _, n in group.members))
             by_label: dict[str, list[Node]] = defaultdict(list)
-            for node in entities:
-                by_label[render.node_label(node)].append(node)
-            walked = render.path_text(Trail(group.trail.end, group.prefix)) + " -> " + render.relation_label(group.edge)
+            for node in nodes:
+                if not node.literal:
+                    by_label[render.node_label(node)].append(node)
+            walked = " -> ".join([render.node_label(group.trail.end), *map(render.relation_label, group.edges)])
             picked = self._pick(
                 run,
                 self.prune_entities,
@@ -275,9 +279,10 @@ class KGQA(dspy.Module):
                 relation_walked=walked,
             )
             chosen = dict((node, score) for label, score in picked for node in by_label[label])
-            chosen.update((node, 1.0) for node in literals)  # values pass without pruning
-            for node in group.nodes:
-                hops = group.prefix + (Hop(group.edge.relation, group.edge.direction, node),)
+            chosen.update((node, 1.0) for node in nodes if node.literal)  # values pass without pruning
+            last = group.edges[-1]
+            for prefix, node in group.members:
+                hops = prefix + (Hop(last.relation, last.direction, node),)
                 trail = group.trail.extend(hops, group.score * chosen.get(node, 0.0))
                 run.seen.setdefault(node.id, trail)  # pruned ones too: reflection may resume from them
                 if node in chosen:

@@ -1,0 +1,87 @@
+"""The program as teleprompters and users see it: predictors, state JSON, compiling."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import dspy
+import pytest
+
+from data.demo import split_path
+from data.jsonl import load_jsonl
+from kg import KnowledgeGraph
+from programs import KGQA
+from tests.programs.oracle import gold_oracle
+
+PREDICTORS = {
+    "decompose", "prune_relations", "prune_entities", "filter_facts",
+    "update_memory", "judge", "reflect", "extract_answer",
+}
+
+
+@pytest.fixture(scope="module")
+def kg(demo_store):
+    return KnowledgeGraph(demo_store, profile="freebase")
+
+
+@pytest.fixture(scope="module")
+def train():
+    return list(load_jsonl(split_path("train")))
+
+
+def hit(example, prediction, trace=None) -> bool:
+    return bool(set(example.answers) & set(prediction.answers[:1]))
+
+
+def test_every_step_is_a_named_predictor(kg):
+    assert {name for name, _ in KGQA(kg).named_predictors()} == PREDICTORS
+
+
+def test_copies_share_the_kg_client_and_the_embedder(kg):
+    program = KGQA(kg)
+    for clone in (program.deepcopy(), copy.deepcopy(program), program.reset_copy()):
+        assert clone.kg is kg and clone.embedder is program.embedder
+        assert clone.decompose is not program.decompose
+
+
+def test_labeled_and_bootstrapped_demos_land_in_the_saved_json(kg, train, tmp_path):
+    lm = gold_oracle(train)
+    with dspy.context(lm=lm):
+        labeled = dspy.LabeledFewShot(k=3).compile(KGQA(kg), trainset=train)
+        bootstrap = dspy.BootstrapFewShot(metric=hit, max_bootstrapped_demos=2, max_labeled_demos=0, max_rounds=1)
+        compiled = bootstrap.compile(KGQA(kg), trainset=train[:6])
+    labeled.save(tmp_path / "labeled.json")
+    compiled.save(tmp_path / "bootstrap.json")
+    labeled_state = json.loads((tmp_path / "labeled.json").read_text())
+    assert all(len(labeled_state[name]["demos"]) == 3 for name in PREDICTORS)
+    state = json.loads((tmp_path / "bootstrap.json").read_text())
+    demos = {name: state[name]["demos"] for name in PREDICTORS}
+    assert demos["decompose"] and demos["prune_relations"] and demos["judge"]
+    assert all(d.get("augmented") for d in demos["prune_relations"])
+    assert all("relations_to_follow" in d and "candidate_relations" in d for d in demos["prune_relations"])
+
+
+def test_save_and_load_round_trip_gives_identical_behaviour(kg, train, tmp_path):
+    lm = gold_oracle(train)
+    with dspy.context(lm=lm):
+        compiled = dspy.BootstrapFewShot(metric=hit, max_bootstrapped_demos=2, max_labeled_demos=0).compile(
+            KGQA(kg), trainset=train[:4]
+        )
+    path = tmp_path / "program.json"
+    compiled.save(path)
+    assert not path.read_bytes().startswith(b"\x80")  # JSON, not a pickle
+    fresh = KGQA(kg)
+    fresh.load(path)
+    for name, predictor in compiled.named_predictors():
+        assert [dict(d) for d in predictor.demos] == [dict(d) for d in dict(fresh.named_predictors())[name].demos]
+    question = train[10]
+    runs = []
+    for program in (compiled, fresh, KGQA(kg)):
+        lm = gold_oracle(train)
+        with dspy.context(lm=lm):
+            prediction = program(question=question.question, topic_entities=question.topic_entities)
+        trace = {k: v for k, v in prediction.trace.items() if k != "kg_seconds"}  # wall clock
+        runs.append((prediction.answers, prediction.paths, trace, lm.scripted.calls))
+    assert runs[0] == runs[1]
+    assert runs[0][2]["input_tokens"] > runs[2][2]["input_tokens"]  # the loaded demos are in the prompts
