@@ -197,3 +197,22 @@ def test_kg_errors_end_the_walk_with_a_record(ids):
     pred = ask(down, oracle([], []), "Who directed Parasite?", [ids["Parasite"]])
     assert pred.trace["stop_reason"] == "kg_error" and "failed after 1 attempts" in pred.trace["error"]
     assert pred.answers == []
+
+
+def test_the_fact_filter_runs_only_when_facts_are_many(kg, ids):
+    lm = oracle(["film.film.genre (reverse)"], ["Inception"])
+    pred = ask(kg, lm, "Which films are science fiction?", [ids["Science Fiction"]], facts_kept=2)
+    (call,) = [i for key, i in lm.scripted.calls if key == "kept_facts"]
+    assert len(call["candidate_facts"]) == 5 and call["max_facts"] == 2
+    (memory,) = [i for key, i in lm.scripted.calls if key == "updated_memory"]
+    assert memory["new_facts"] == [" | ".join(fact) for fact in call["candidate_facts"][:2]]
+    assert pred.trace["fallbacks"] == 0
+
+
+def test_an_unusable_fact_filter_falls_back_to_similarity(kg, ids):
+    lm = oracle(["film.film.genre (reverse)"], ["Inception"], kept_facts=lambda i: {"kept_facts": [["Not", "a", "fact"]]})
+    pred = ask(kg, lm, "Which films are science fiction?", [ids["Science Fiction"]], facts_kept=2)
+    (memory,) = [i for key, i in lm.scripted.calls if key == "updated_memory"]
+    assert len(memory["new_facts"]) == 2  # the two facts most similar to the question, not nothing
+    assert all(fact.endswith("| film.film.genre | Science Fiction") for fact in memory["new_facts"])
+    assert pred.trace["fallbacks"] == 1 and pred.trace["dropped_selections"] == 1
