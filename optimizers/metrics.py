@@ -1,0 +1,101 @@
+"""Answer metrics: Hits@1, Hit@any and answer-set precision / recall / F1.
+
+Strings are compared as GCR and SQuAD compare them: lower-cased, punctuation and the articles
+a/an/the removed, whitespace collapsed; a prediction matches a gold answer (or one of its
+aliases) when the normalized gold occurs in the normalized prediction as whole words.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+import dspy
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = str.maketrans({c: " " for c in string.punctuation})
+
+
+def normalize(text: str) -> str:
+    text = _ARTICLES.sub(" ", str(text).lower().replace("<pad>", " ").translate(_PUNCT))
+    return " ".join(text.split())
+
+
+def matches(prediction: str, gold: str) -> bool:
+    p, g = normalize(prediction), normalize(gold)
+    return bool(p and g) and f" {g} " in f" {p} "
+
+
+@dataclass(frozen=True)
+class AnswerScores:
+    hits1: float
+    hit_any: float
+    precision: float
+    recall: float
+    f1: float
+
+    def as_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+def score_answers(predicted: Sequence[str], gold: Sequence[str], aliases: Mapping[str, Iterable[str]] | None = None) -> AnswerScores:
+    """Scores of a ranked answer list against gold answers, each gold counting with its aliases."""
+    aliases = aliases or {}
+    golds = [[g, *aliases.get(g, ())] for g in dict.fromkeys(gold)]
+    predicted = list({normalize(p): p for p in reversed(predicted) if normalize(p)}.values())[::-1]  # first of each form
+    if not golds:
+        return AnswerScores(0.0, 0.0, 0.0, 0.0, 0.0)
+
+    def hit(p: str) -> bool:
+        return any(matches(p, form) for forms in golds for form in forms)
+
+    correct = [hit(p) for p in predicted]
+    found = [any(matches(p, form) for p in predicted for form in forms) for forms in golds]
+    precision = sum(correct) / len(predicted) if predicted else 0.0
+    recall = sum(found) / len(golds)
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return AnswerScores(
+        hits1=float(bool(correct) and correct[0]),
+        hit_any=float(any(correct)),
+        precision=precision,
+        recall=recall,
+        f1=f1,
+    )
+
+
+def example_scores(example: dspy.Example, prediction: dspy.Prediction) -> AnswerScores:
+    return score_answers(prediction.answers, example.answers, getattr(example, "aliases", None) or {})
+
+
+def hits_at_1(example: dspy.Example, prediction: dspy.Prediction, trace=None) -> float | bool:
+    """Hits@1; a bool while bootstrapping (`trace` given), as BootstrapFewShot wants."""
+    score = example_scores(example, prediction).hits1
+    return score == 1.0 if trace is not None else score
+
+
+def answer_f1(example: dspy.Example, prediction: dspy.Prediction, trace=None) -> float | bool:
+    score = example_scores(example, prediction).f1
+    return score >= 0.5 if trace is not None else score
+
+
+def feedback(example, prediction, trace=None, pred_name=None, pred_trace=None) -> dspy.Prediction:
+    """GEPA's metric: the Hits@1 score and a sentence on what went wrong, for the reflection LM."""
+    scores = example_scores(example, prediction)
+    walk = getattr(prediction, "trace", {}) or {}
+    gold = ", ".join(example.answers[:5])
+    if scores.hits1:
+        text = f"Correct: the first answer matches the gold answer ({gold})."
+    elif scores.hit_any:
+        text = f"The right answer ({gold}) was found but not ranked first; first was {prediction.answers[0]!r}."
+    else:
+        found = ", ".join(prediction.answers[:3]) or "nothing"
+        text = f"Wrong: answered {found}; the gold answer is {gold}. The walk stopped: {walk.get('stop_reason', '?')}."
+        path = getattr(example, "path", None) or getattr(example, "qtype", None)
+        if path:
+            text += f" The gold relation path is {path}."
+    return dspy.Prediction(score=scores.hits1, feedback=text)
+
+
+METRICS = {"hits1": hits_at_1, "f1": answer_f1}
