@@ -16,7 +16,16 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from data.examples import DatasetError  # noqa: E402
 from kg.errors import KGError  # noqa: E402
 
-USER_ERRORS = (KGError, DatasetError, FileNotFoundError, PermissionError)
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """Errors a user can fix: printed as one line, no traceback unless --debug."""
+    from kgqa.lm.local import LocalModelError
+    from kgqa.specs import SpecError
+    from optimizers.workflow import LMUnreachable
+    from programs.saving import ProgramFileError
+
+    return (KGError, DatasetError, SpecError, ProgramFileError, LocalModelError, LMUnreachable, FileNotFoundError,
+            PermissionError, IsADirectoryError)
 
 
 def _kg_load(args: argparse.Namespace) -> int:
@@ -46,40 +55,185 @@ def _kg_stats(args: argparse.Namespace) -> int:
     return 0
 
 
-def _demo(args: argparse.Namespace) -> int:
-    """Load the demo KG and answer the demo test questions by walking their gold relation paths."""
-    from data.demo import DEMO_KG, DEMO_PROFILE, split_path
-    from data.jsonl import load_jsonl
-    from kg import EmbeddedStore, KnowledgeGraph
-    from kg.paths import answer_names, walk
+def _configure_lm(spec: str, args: argparse.Namespace):
+    import dspy
 
-    store = EmbeddedStore()
-    start = time.perf_counter()
-    store.load_file(DEMO_KG, format="ntriples")
-    print(f"demo KG: {len(store):,} triples loaded in {time.perf_counter() - start:.2f} s (embedded, in memory)")
-    kg = KnowledgeGraph(store, profile=DEMO_PROFILE)
-    examples = list(load_jsonl(split_path("test")))
-    correct = 0
-    for ex in examples:
-        answers = answer_names(kg, walk(kg, ex.topic_entities, ex.path))
-        correct += answers == sorted(ex.answers)
-    ex = examples[0]
-    print(f"Q: {ex.question}\nA: {', '.join(answer_names(kg, walk(kg, ex.topic_entities, ex.path)))}")
-    stats = kg.stats.snapshot()
-    print(
-        f"gold paths reproduce {correct}/{len(examples)} test answers; "
-        f"{stats['queries']} SPARQL queries, {stats['seconds'] * 1000:.1f} ms in the KG"
+    from kgqa.specs import make_lm
+    from optimizers.workflow import check_lm
+
+    lm = make_lm(spec, api_base=getattr(args, "api_base", None))
+    check_lm(lm, spec)
+    dspy.configure(lm=lm)
+    return lm
+
+
+def _walk_config(args: argparse.Namespace, base: dict | None = None):
+    from programs import WalkConfig
+
+    knobs = dict(base or {})
+    for name in ("depth", "beam_width", "max_llm_calls"):
+        if getattr(args, name, None) is not None:
+            knobs[name] = getattr(args, name)
+    return WalkConfig(**knobs)
+
+
+def _compile(args: argparse.Namespace) -> int:
+    from kgqa.specs import load_data, make_lm, open_kg
+    from optimizers.teleprompters import Budget
+    from optimizers.workflow import compile_to_dir
+
+    trainset = load_data(args.train)
+    devset = load_data(args.dev) if args.dev else None
+    kg = open_kg(args.kg, profile=args.profile)
+    _configure_lm(args.lm, args)
+    teacher = make_lm(args.teacher_lm, api_base=args.api_base) if args.teacher_lm else None
+    reflection = make_lm(args.reflection_lm, api_base=args.api_base) if args.reflection_lm else None
+    settings = {"kg": args.kg, "profile": kg.profile.name, "lm": args.lm, "teacher_lm": args.teacher_lm,
+                "train": args.train, "dev": args.dev}
+    summaries = compile_to_dir(
+        kg=kg, trainset=trainset, devset=devset, optimizer=args.optimizer, out=args.out, settings=settings,
+        walk=_walk_config(args), budget=Budget(demos=args.demos, seed=args.seed, threads=args.threads),
+        teacher=teacher, reflection=reflection, tracking_uri=args.tracking_uri, experiment=args.experiment,
+        threads=args.threads, progress=not args.quiet,
     )
-    return 0 if correct == len(examples) else 1
+    for name, summary in summaries.items():
+        print(summary.table(f"dev, {name} compiling ({args.optimizer})"))
+    print(f"saved {args.out}/program.json and {args.out}/config.json")
+    return 0
+
+
+def _load(args: argparse.Namespace):
+    """The saved program, on the graph and LM its config names unless flags say otherwise."""
+    from kgqa.specs import open_kg
+    from programs.saving import load_program, read_config
+
+    config = read_config(args.program)
+    kg = open_kg(args.kg or config.get("kg", "demo"), profile=args.profile or (None if args.kg else config.get("profile")))
+    lm_spec = args.lm or config.get("lm", "local")
+    _configure_lm(lm_spec, args)
+    program = load_program(args.program, kg, config={**config, "walk": _walk_config(args, config.get("walk")).to_dict()})
+    return program, config, lm_spec
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from kgqa.specs import load_data
+    from optimizers.workflow import evaluate_program
+
+    program, config, lm_spec = _load(args)
+    examples = load_data(args.data)[: args.limit] if args.limit else load_data(args.data)
+    settings = {"program": str(args.program), "data": args.data, "kg": args.kg or config.get("kg"), "lm": lm_spec,
+                "optimizer": config.get("optimizer")}
+    summary = evaluate_program(
+        program, examples, out=args.out, settings=settings, tracking_uri=args.tracking_uri,
+        experiment=args.experiment, threads=args.threads, progress=not args.quiet,
+    )
+    print(summary.table(f"{args.data} ({len(examples)} questions) -> {args.out}"))
+    return 0
+
+
+def _ask(args: argparse.Namespace) -> int:
+    program, _, _ = _load(args)
+    prediction = program(question=args.question, topic_entities=args.topic or None)
+    if args.json:
+        print(json.dumps({"answers": prediction.answers, "paths": prediction.paths, "trace": prediction.trace}, ensure_ascii=False))
+        return 0
+    print("answers: " + (", ".join(prediction.answers) or "(none)"))
+    for path in prediction.paths:
+        print(path)
+    trace = prediction.trace
+    print(f"({trace['stop_reason']}; {trace['llm_calls']} LLM calls, {trace['sparql_queries']} SPARQL queries)")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    """The main job on embedded defaults: demo KG, compile with bootstrap, evaluate, answer one question."""
+    from kgqa.specs import load_data, open_kg
+    from optimizers.teleprompters import Budget
+    from optimizers.workflow import compile_to_dir, evaluate_program
+    from programs.saving import load_program
+
+    kg = open_kg("demo")
+    _configure_lm(args.lm, args)
+    train, test = f"demo:train[0:{args.train_size}]", f"demo:test[0:{args.test_size}]"
+    settings = {"kg": "demo", "profile": kg.profile.name, "lm": args.lm, "train": train, "dev": None}
+    print(f"compiling with bootstrap on {train} (LM: {args.lm}) ...")
+    compile_to_dir(
+        kg=kg, trainset=load_data(train), devset=None, optimizer="bootstrap", out=args.out, settings=settings,
+        walk=_walk_config(args), budget=Budget(demos=2), tracking_uri=args.tracking_uri, experiment=args.experiment,
+        progress=not args.quiet,
+    )
+    program = load_program(args.out, kg)
+    summary = evaluate_program(
+        program, load_data(test), out=Path(args.out) / "test_predictions.jsonl", settings={**settings, "data": test},
+        tracking_uri=args.tracking_uri, experiment=args.experiment, progress=not args.quiet,
+    )
+    print(summary.table(f"demo test ({test}), compiled program in {args.out}"))
+    question = "Who directed Parasite?"
+    prediction = program(question=question)
+    print(f"Q: {question}\nA: {', '.join(prediction.answers) or '(none)'}")
+    for path in prediction.paths[:3]:
+        print(path)
+    return 0
+
+
+def _common(parser: argparse.ArgumentParser, *, lm_default: str | None = "local") -> None:
+    parser.add_argument("--lm", default=lm_default, help="local (default), a LiteLLM model such as openai/gpt-4o-mini, or py:MODULE:FACTORY")
+    parser.add_argument("--api-base", help="base URL for --lm (vLLM, Ollama, ...); keys come from the environment")
+    parser.add_argument("--tracking-uri", help="MLflow tracking URI (default: sqlite:///.kgqa/mlflow.db)")
+    parser.add_argument("--experiment", default="kgqa", help="MLflow experiment name")
+    parser.add_argument("--threads", type=int, default=1, help="questions in parallel (the local LM serializes its calls)")
+    parser.add_argument("--depth", type=int, help="walk depth (default 3)")
+    parser.add_argument("--beam-width", type=int, help="frontier size (default 8)")
+    parser.add_argument("--max-llm-calls", type=int, help="LLM calls per question at most (default 40)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kgqa", description="Knowledge-graph question answering as a compiled DSPy program.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     commands = parser.add_subparsers(dest="command", required=True)
+    profiles = ("freebase", "metaqa", "rog", "generic")
 
-    demo = commands.add_parser("demo", help="the main job on the embedded defaults (demo KG)")
+    demo = commands.add_parser("demo", help="the main job on embedded defaults: demo KG, compile, evaluate, ask")
+    demo.add_argument("--out", default=".kgqa/demo", help="where the compiled program goes (default .kgqa/demo)")
+    demo.add_argument("--train-size", type=int, default=4, help="demo training questions to compile on")
+    demo.add_argument("--test-size", type=int, default=6, help="demo test questions to evaluate")
+    _common(demo)
     demo.set_defaults(run=_demo)
+
+    comp = commands.add_parser("compile", help="compile the program's prompts on training questions")
+    comp.add_argument("--train", required=True, help="data spec, e.g. metaqa:PATH?kb_exact=true[0:20]")
+    comp.add_argument("--dev", help="data spec measured before and after compiling")
+    comp.add_argument("--kg", required=True, help="demo, embedded:DIR, metaqa:PATH/kb.txt, ntriples:PATH or an endpoint URL")
+    comp.add_argument("--profile", choices=profiles)
+    comp.add_argument("--optimizer", default="bootstrap", help="none, labeled, bootstrap, bootstrap-rs, mipro-light, mipro-medium, gepa, simba")
+    comp.add_argument("--teacher-lm", help="LM that bootstraps demos / proposes instructions (default: --lm)")
+    comp.add_argument("--reflection-lm", help="LM for GEPA's reflection")
+    comp.add_argument("--demos", type=int, default=2, help="bootstrapped demos per predictor")
+    comp.add_argument("--seed", type=int, default=0)
+    comp.add_argument("--out", required=True, type=Path, help="directory for program.json and config.json")
+    _common(comp)
+    comp.set_defaults(run=_compile)
+
+    ev = commands.add_parser("evaluate", help="evaluate a saved program; resumable")
+    ev.add_argument("--program", required=True, type=Path, help="directory made by `kgqa compile`")
+    ev.add_argument("--data", required=True, help="data spec")
+    ev.add_argument("--kg", help="graph spec (default: the program's)")
+    ev.add_argument("--profile", choices=profiles)
+    ev.add_argument("--out", required=True, type=Path, help="predictions JSONL; rerunning resumes it")
+    ev.add_argument("--limit", type=int, help="first N questions only")
+    _common(ev, lm_default=None)
+    ev.set_defaults(run=_evaluate)
+
+    ask = commands.add_parser("ask", help="answer one question with a saved program")
+    ask.add_argument("question")
+    ask.add_argument("--program", required=True, type=Path)
+    ask.add_argument("--kg", help="graph spec (default: the program's)")
+    ask.add_argument("--profile", choices=profiles)
+    ask.add_argument("--topic", action="append", help="topic entity id or name (repeatable); default: found in the question")
+    ask.add_argument("--json", action="store_true", help="print answers, paths and trace as JSON")
+    _common(ask, lm_default=None)
+    ask.set_defaults(run=_ask)
 
     kg = commands.add_parser("kg", help="build and inspect embedded KG stores")
     kg_commands = kg.add_subparsers(dest="kg_command", required=True)
@@ -87,11 +241,11 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument("sources", nargs="+", help="files to load (RoG: a local file or a hub dataset name)")
     load.add_argument("--store", required=True, type=Path, help="store directory (created if missing)")
     load.add_argument("--format", choices=("ntriples", "turtle", "metaqa", "rog"), help="default: from the suffix")
-    load.add_argument("--profile", choices=("freebase", "metaqa", "rog", "generic"), help="default: guessed")
+    load.add_argument("--profile", choices=profiles, help="default: guessed")
     load.set_defaults(run=_kg_load)
     stats = kg_commands.add_parser("stats", help="triples, entities, relations and load time of a store")
     stats.add_argument("--store", required=True, type=Path)
-    stats.add_argument("--profile", choices=("freebase", "metaqa", "rog", "generic"), help="default: the store's")
+    stats.add_argument("--profile", choices=profiles, help="default: the store's")
     stats.add_argument("--json", action="store_true", help="print one JSON object")
     stats.set_defaults(run=_kg_stats)
     return parser
@@ -102,7 +256,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     run: Callable[[argparse.Namespace], int] = args.run
     try:
         return run(args)
-    except USER_ERRORS as exc:
+    except BrokenPipeError:  # the reader went away (| head): nothing left to say
+        sys.stderr.close()
+        return 0
+    except _user_errors() as exc:
         if args.debug:
             raise
         print(f"kgqa: error: {exc}", file=sys.stderr)

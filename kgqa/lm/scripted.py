@@ -64,6 +64,8 @@ class ScriptedEngine:
         with self._lock:
             self.calls.append((key, inputs))
         handler = self.handlers.get(key, self.default)
+        if not outputs and handler is None:  # a plain prompt, not a signature (a health check)
+            handler = lambda _: "OK"  # noqa: E731
         if handler is None:
             raise KeyError(f"the scripted LM has no handler for a signature with outputs {outputs}")
         answer = handler(inputs)

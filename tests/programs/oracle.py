@@ -45,9 +45,11 @@ def oracle(
 def gold_oracle(examples):
     """An oracle for many questions at once: each question's own gold relations and answers
     (from the demo splits' `path` and `answers`)."""
+    twins = {"film.film.directed_by (reverse)": "film.director.film"}  # Freebase's inverse pair
     by_question = {}
     for ex in examples:
         labels = [r if d == "out" else f"{r} (reverse)" for r, d in ex.path]
+        labels += [twins[label] for label in labels if label in twins]
         by_question[ex.question] = (labels, list(ex.answers))
 
     def relations(inputs):
@@ -61,3 +63,11 @@ def gold_oracle(examples):
         return {"is_sufficient": bool(found), "answer_names": found}
 
     return oracle([], [], relations_to_follow=relations, is_sufficient=judge)
+
+
+def demo_oracle():
+    """`--lm py:tests.programs.oracle:demo_oracle`: the gold oracle over every demo question."""
+    from data.demo import split_path
+    from data.jsonl import load_jsonl
+
+    return gold_oracle([ex for split in ("train", "dev", "test") for ex in load_jsonl(split_path(split))])

@@ -1,0 +1,172 @@
+"""Evaluating a program: one JSONL record per question, written as it completes, resumable.
+
+Not `dspy.Evaluate`: that one resubmits stragglers after 120 s, stops after 10 errors and keeps
+results in memory. Here every finished question is on disk (one `write` + fsync per record),
+a rerun skips the ids already there (a line cut short by a crash is dropped and redone), and
+an exception in one question becomes that question's record.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import os
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import dspy
+
+from optimizers.metrics import example_scores
+
+
+@dataclass(frozen=True)
+class Summary:
+    questions: int
+    hits1: float
+    hit_any: float
+    f1: float
+    llm_calls: float
+    input_tokens: float
+    output_tokens: float
+    sparql_queries: float
+    seconds: float
+    errors: int
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def table(self, title: str = "") -> str:
+        rows = [
+            ("questions", f"{self.questions}"),
+            ("Hits@1", f"{self.hits1:.3f}"),
+            ("Hit@any", f"{self.hit_any:.3f}"),
+            ("F1", f"{self.f1:.3f}"),
+            ("LLM calls / q", f"{self.llm_calls:.1f}"),
+            ("input tokens / q", f"{self.input_tokens:.0f}"),
+            ("output tokens / q", f"{self.output_tokens:.0f}"),
+            ("SPARQL queries / q", f"{self.sparql_queries:.1f}"),
+            ("seconds / q", f"{self.seconds:.2f}"),
+            ("errors", f"{self.errors}"),
+        ]
+        width = max(len(k) for k, _ in rows)
+        lines = [f"| {'metric':<{width}} | value |", f"|{'-' * (width + 2)}|-------|"]
+        lines += [f"| {k:<{width}} | {v} |" for k, v in rows]
+        return (f"{title}\n" if title else "") + "\n".join(lines)
+
+
+def record_for(example: dspy.Example, prediction: dspy.Prediction | None, error: str | None, seconds: float) -> dict:
+    answers = list(prediction.answers) if prediction is not None else []
+    scores = example_scores(example, dspy.Prediction(answers=answers))
+    return {
+        "id": example.id,
+        "question": example.question,
+        "gold": {"answers": list(example.answers), "aliases": dict(getattr(example, "aliases", {}) or {})},
+        "prediction": "\n\n".join(prediction.paths) if prediction is not None else "",
+        "answers": answers,
+        "trace": dict(prediction.trace) if prediction is not None else {},
+        "scores": scores.as_dict(),
+        "seconds": round(seconds, 3),
+        "error": error,
+    }
+
+
+def read_records(path: Path) -> dict[str, dict]:
+    """Records by id; a last line cut short by a crash is removed from the file."""
+    if not path.exists():
+        return {}
+    records, good = {}, 0
+    with path.open("rb") as handle:
+        for line in handle:
+            try:
+                record = json.loads(line) if line.endswith(b"\n") else None
+            except ValueError:
+                record = None
+            if not isinstance(record, dict) or "id" not in record:
+                break
+            records[record["id"]] = record
+            good += len(line)
+    if good < path.stat().st_size:
+        with path.open("r+b") as handle:
+            handle.truncate(good)
+    return records
+
+
+def summarize(records: Sequence[dict]) -> Summary:
+    n = len(records)
+
+    def mean(values) -> float:
+        values = list(values)
+        return sum(values) / len(values) if values else 0.0
+
+    return Summary(
+        questions=n,
+        hits1=mean(r["scores"]["hits1"] for r in records),
+        hit_any=mean(r["scores"]["hit_any"] for r in records),
+        f1=mean(r["scores"]["f1"] for r in records),
+        llm_calls=mean(r["trace"].get("llm_calls", 0) for r in records),
+        input_tokens=mean(r["trace"].get("input_tokens", 0) for r in records),
+        output_tokens=mean(r["trace"].get("output_tokens", 0) for r in records),
+        sparql_queries=mean(r["trace"].get("sparql_queries", 0) for r in records),
+        seconds=mean(r["seconds"] for r in records),
+        errors=sum(1 for r in records if r["error"]),
+    )
+
+
+def evaluate(
+    program: dspy.Module,
+    examples: Sequence[dspy.Example],
+    *,
+    out: str | Path,
+    threads: int = 1,
+    progress: bool = True,
+) -> Summary:
+    """Run the program on every example not yet in `out`, appending records; summarize them all."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    unique = list({ex.id: ex for ex in reversed(examples)}.values())[::-1]  # first of each id
+    done = read_records(out)
+    todo = [ex for ex in unique if ex.id not in done]
+    lock = threading.Lock()
+    bar = _progress(len(unique), len(unique) - len(todo)) if progress else None
+
+    def run(example: dspy.Example) -> dict:
+        start = time.perf_counter()
+        try:
+            prediction = program(question=example.question, topic_entities=example.topic_entities)
+            return record_for(example, prediction, None, time.perf_counter() - start)
+        except Exception as exc:  # one question failing must not stop the run: it becomes the record
+            return record_for(example, None, f"{type(exc).__name__}: {exc}"[:500], time.perf_counter() - start)
+
+    with out.open("ab") as handle:
+
+        def write(record: dict) -> None:
+            line = (json.dumps(record, ensure_ascii=False) + "\n").encode()
+            with lock:
+                handle.write(line)
+                handle.flush()
+                os.fsync(handle.fileno())
+                done[record["id"]] = record
+                if bar is not None:
+                    bar.update(1)
+
+        if threads <= 1:
+            for example in todo:
+                write(run(example))
+        else:
+            with ThreadPoolExecutor(max_workers=threads) as pool:
+                futures = [pool.submit(contextvars.copy_context().run, run, ex) for ex in todo]
+                for future in as_completed(futures):
+                    write(future.result())
+    if bar is not None:
+        bar.close()
+    return summarize([done[ex.id] for ex in unique])
+
+
+def _progress(total: int, initial: int):
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, unit="q", desc="evaluate", dynamic_ncols=True)

@@ -1,0 +1,121 @@
+"""Teleprompters by name, with their budgets as options and a fixed seed.
+
+Labeled demos stay off by default (`max_labeled_demos=0`): a raw training example holds only
+question and answers, which no intermediate step of the walk can use as a demo.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import dspy
+
+from optimizers.metrics import feedback, hits_at_1
+
+TELEPROMPTERS = ("none", "labeled", "bootstrap", "bootstrap-rs", "mipro-light", "mipro-medium", "gepa", "simba")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Options shared by the teleprompters; each uses the ones that apply to it."""
+
+    demos: int = 2  # bootstrapped demos per predictor
+    labeled: int = 0  # raw labeled demos per predictor
+    rounds: int = 1
+    candidates: int = 4  # candidate programs (bootstrap-rs), instruction candidates (mipro), per step (simba)
+    steps: int = 4  # SIMBA steps
+    threads: int = 1
+    seed: int = 0
+
+
+def make_teleprompter(
+    name: str,
+    *,
+    metric: Callable = hits_at_1,
+    budget: Budget = Budget(),
+    teacher: dspy.LM | None = None,
+    reflection: dspy.LM | None = None,
+    train_size: int = 0,
+):
+    """The teleprompter called `name`, or None for `none` (the program stays as it is)."""
+    if name not in TELEPROMPTERS:
+        raise ValueError(f"unknown optimizer {name!r}; choose one of {', '.join(TELEPROMPTERS)}")
+    teacher_settings = {"lm": teacher} if teacher is not None else {}
+    if name == "none":
+        return None
+    if name == "labeled":
+        return dspy.LabeledFewShot(k=max(budget.labeled, budget.demos))
+    if name == "bootstrap":
+        return dspy.BootstrapFewShot(
+            metric=metric,
+            max_bootstrapped_demos=budget.demos,
+            max_labeled_demos=budget.labeled,
+            max_rounds=budget.rounds,
+            teacher_settings=teacher_settings,
+        )
+    if name == "bootstrap-rs":
+        return dspy.BootstrapFewShotWithRandomSearch(
+            metric=metric,
+            max_bootstrapped_demos=budget.demos,
+            max_labeled_demos=budget.labeled,
+            max_rounds=budget.rounds,
+            num_candidate_programs=budget.candidates,
+            num_threads=budget.threads,
+            teacher_settings=teacher_settings,
+        )
+    if name.startswith("mipro"):
+        return dspy.MIPROv2(
+            metric=metric,
+            prompt_model=teacher,
+            auto=name.removeprefix("mipro-"),
+            max_bootstrapped_demos=budget.demos,
+            max_labeled_demos=budget.labeled,
+            num_threads=budget.threads,
+            seed=budget.seed,
+            teacher_settings=teacher_settings,
+        )
+    if name == "gepa":
+        if reflection is None:
+            raise ValueError("gepa needs a reflection LM (--reflection-lm MODEL)")
+        return dspy.GEPA(metric=feedback, auto="light", reflection_lm=reflection, num_threads=budget.threads, seed=budget.seed)
+    # simba
+    return dspy.SIMBA(
+        metric=metric,
+        bsize=max(2, min(32, train_size or 32)),
+        num_candidates=budget.candidates,
+        max_steps=budget.steps,
+        max_demos=budget.demos,
+        num_threads=budget.threads,
+        prompt_model=teacher,
+        teacher_settings=teacher_settings,
+    )
+
+
+def compile_program(
+    program: dspy.Module,
+    name: str,
+    *,
+    trainset: Sequence[dspy.Example],
+    valset: Sequence[dspy.Example] | None = None,
+    metric: Callable = hits_at_1,
+    budget: Budget = Budget(),
+    teacher: dspy.LM | None = None,
+    reflection: dspy.LM | None = None,
+) -> dspy.Module:
+    """Compile `program` with the named teleprompter; `none` returns it unchanged."""
+    teleprompter = make_teleprompter(
+        name, metric=metric, budget=budget, teacher=teacher, reflection=reflection, train_size=len(trainset)
+    )
+    if teleprompter is None:
+        return program
+    trainset, valset = list(trainset), list(valset) if valset else None
+    if name in {"labeled", "bootstrap"}:
+        return teleprompter.compile(program, trainset=trainset)
+    if name == "bootstrap-rs":
+        return teleprompter.compile(program, trainset=trainset, valset=valset)
+    if name.startswith("mipro"):  # `auto` sets the number of trials
+        return teleprompter.compile(program, trainset=trainset, valset=valset, seed=budget.seed)
+    if name == "gepa":
+        return teleprompter.compile(program, trainset=trainset, valset=valset or trainset)
+    return teleprompter.compile(program, trainset=trainset, seed=budget.seed)

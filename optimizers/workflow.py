@@ -1,0 +1,89 @@
+"""What users do with kgqa, as functions: compile a program into a directory, evaluate one, ask one.
+Each compile and evaluate is an MLflow run. The command line only parses and prints around these."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+import dspy
+
+from kg import KnowledgeGraph
+from optimizers import tracking
+from optimizers.evaluate import Summary, evaluate
+from optimizers.teleprompters import Budget, compile_program
+from programs import KGQA, WalkConfig
+from programs.saving import PROGRAM_FILE, CONFIG_FILE, save_program
+
+
+class LMUnreachable(RuntimeError):
+    """The language model did not answer a one-line request."""
+
+
+def check_lm(lm: dspy.BaseLM, spec: str) -> None:
+    """One tiny request before a long run, so that a wrong model name or a dead server is one clear error."""
+    try:
+        lm("Reply with the word OK.", max_tokens=4)
+    except Exception as exc:  # providers raise anything: connection, auth, not found
+        reason = (str(exc).strip().splitlines() or [""])[0][:300]
+        raise LMUnreachable(f"LM {spec!r} did not answer: {type(exc).__name__}: {reason}") from None
+
+
+def compile_to_dir(
+    *,
+    kg: KnowledgeGraph,
+    trainset: Sequence[dspy.Example],
+    devset: Sequence[dspy.Example] | None,
+    optimizer: str,
+    out: str | Path,
+    settings: dict,
+    walk: WalkConfig = WalkConfig(),
+    budget: Budget = Budget(),
+    teacher: dspy.LM | None = None,
+    reflection: dspy.LM | None = None,
+    tracking_uri: str | None = None,
+    experiment: str = "kgqa",
+    threads: int = 1,
+    progress: bool = True,
+) -> dict[str, Summary]:
+    """Compile on `trainset`, save `out/program.json` and `out/config.json`, and measure on `devset`
+    before and after; all of it logged to one MLflow run. Returns the dev summaries."""
+    out = Path(out)
+    params = {**settings, "optimizer": optimizer, **{f"walk.{k}": v for k, v in walk.to_dict().items()}}
+    params.update({f"budget.{k}": v for k, v in asdict(budget).items()})
+    summaries: dict[str, Summary] = {}
+    with tracking.mlflow_run(f"compile {optimizer}", params=params, tracking_uri=tracking_uri, experiment=experiment):
+        program = KGQA(kg, config=walk)
+        if devset:
+            summaries["before"] = evaluate(program, devset, out=out / "dev_before.jsonl", threads=threads, progress=progress)
+            tracking.log_metrics("dev_before_", summaries["before"].as_dict())
+        with tracking.autolog_compile():
+            compiled = compile_program(
+                program, optimizer, trainset=trainset, valset=devset, budget=budget, teacher=teacher, reflection=reflection
+            )
+        save_program(compiled, out, settings={**settings, "optimizer": optimizer, "budget": asdict(budget)})
+        if devset:
+            summaries["after"] = evaluate(compiled, devset, out=out / "dev_after.jsonl", threads=threads, progress=progress)
+            tracking.log_metrics("dev_after_", summaries["after"].as_dict())
+        tracking.log_artifact(out / PROGRAM_FILE)
+        tracking.log_artifact(out / CONFIG_FILE)
+    return summaries
+
+
+def evaluate_program(
+    program: KGQA,
+    examples: Sequence[dspy.Example],
+    *,
+    out: str | Path,
+    settings: dict,
+    tracking_uri: str | None = None,
+    experiment: str = "kgqa",
+    threads: int = 1,
+    progress: bool = True,
+) -> Summary:
+    with tracking.mlflow_run("evaluate", params=settings, tracking_uri=tracking_uri, experiment=experiment):
+        summary = evaluate(program, examples, out=out, threads=threads, progress=progress)
+        tracking.log_metrics("", summary.as_dict())
+        tracking.log_artifact(out)
+    return summary

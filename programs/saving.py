@@ -1,0 +1,114 @@
+"""A compiled program on disk: `DIR/program.json` (DSPy state, JSON only) and `DIR/config.json`
+(graph, profile, LM, knobs, data, optimizer, versions). Loading checks the JSON's shape before
+DSPy sees it, so a tampered file is a clear error and nothing in it is executed."""
+
+from __future__ import annotations
+
+import json
+import platform
+from importlib import metadata
+from pathlib import Path
+
+from kg import KnowledgeGraph
+from programs.config import WalkConfig
+from programs.kgqa import KGQA
+
+PROGRAM_FILE, CONFIG_FILE = "program.json", "config.json"
+MAX_FILE_BYTES = 50_000_000
+MAX_STRING = 200_000
+_PREDICTOR_KEYS = {"traces", "train", "demos", "signature", "lm"}
+
+
+class ProgramFileError(ValueError):
+    """A program directory that cannot be loaded safely."""
+
+
+def versions() -> dict[str, str]:
+    found = {"python": platform.python_version()}
+    for package in ("kgqa", "dspy", "pyoxigraph", "SPARQLWrapper", "mlflow"):
+        try:
+            found[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def save_program(program: KGQA, directory: str | Path, *, settings: dict) -> Path:
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    program.save(str(directory / PROGRAM_FILE))
+    config = {**settings, "walk": program.config.to_dict(), "versions": versions()}
+    (directory / CONFIG_FILE).write_text(json.dumps(config, indent=2, default=str) + "\n")
+    return directory
+
+
+def read_config(directory: str | Path) -> dict:
+    path = Path(directory) / CONFIG_FILE
+    if not path.is_file():
+        raise ProgramFileError(f"no {CONFIG_FILE} in {directory} (make one with `kgqa compile ... --out {directory}`)")
+    config = _read_json(path)
+    if not isinstance(config, dict):
+        raise ProgramFileError(f"{path} must hold a JSON object")
+    return config
+
+
+def load_program(directory: str | Path, kg: KnowledgeGraph, *, config: dict | None = None) -> KGQA:
+    directory = Path(directory)
+    config = config if config is not None else read_config(directory)
+    try:
+        walk = WalkConfig(**config.get("walk", {}))
+    except (TypeError, ValueError) as exc:
+        raise ProgramFileError(f"{directory / CONFIG_FILE}: bad walk settings: {exc}") from None
+    program = KGQA(kg, config=walk)
+    path = directory / PROGRAM_FILE
+    if not path.is_file():
+        raise ProgramFileError(f"no {PROGRAM_FILE} in {directory}")
+    check_state(_read_json(path), expected={name for name, _ in program.named_predictors()}, source=path)
+    try:
+        program.load(str(path))
+    except Exception as exc:  # DSPy raises many kinds on a state that does not fit
+        raise ProgramFileError(f"{path}: cannot load: {type(exc).__name__}: {exc}") from None
+    return program
+
+
+def _read_json(path: Path) -> object:
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise ProgramFileError(f"{path} is {path.stat().st_size} bytes (limit {MAX_FILE_BYTES})")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ProgramFileError(f"{path} is not JSON (programs are saved as state JSON, never pickles): {exc}") from None
+
+
+def check_state(state: object, *, expected: set[str], source: Path) -> None:
+    """The state must have exactly our predictors, each with DSPy's keys and plain JSON values."""
+    if not isinstance(state, dict):
+        raise ProgramFileError(f"{source}: expected a JSON object of predictor states")
+    names = set(state) - {"metadata"}
+    if names != expected:
+        unknown, missing = sorted(names - expected), sorted(expected - names)
+        raise ProgramFileError(f"{source}: predictors do not match this program (unknown: {unknown}, missing: {missing})")
+    for name in expected:
+        predictor = state[name]
+        if not isinstance(predictor, dict) or not set(predictor) <= _PREDICTOR_KEYS:
+            raise ProgramFileError(f"{source}: {name}: unexpected state keys {sorted(set(predictor) - _PREDICTOR_KEYS) if isinstance(predictor, dict) else type(predictor).__name__}")
+        if not isinstance(predictor.get("demos", []), list) or not all(isinstance(d, dict) for d in predictor.get("demos", [])):
+            raise ProgramFileError(f"{source}: {name}: demos must be a list of objects")
+        signature = predictor.get("signature", {})
+        if not isinstance(signature, dict) or not isinstance(signature.get("instructions", ""), str):
+            raise ProgramFileError(f"{source}: {name}: signature must hold instruction text")
+        if predictor.get("lm") not in (None, {}):
+            raise ProgramFileError(f"{source}: {name}: a saved program must not carry an LM (set it with --lm)")
+    _check_strings(state, source)
+
+
+def _check_strings(value: object, source: Path) -> None:
+    if isinstance(value, str):
+        if len(value) > MAX_STRING:
+            raise ProgramFileError(f"{source}: a string of {len(value)} characters (limit {MAX_STRING})")
+    elif isinstance(value, dict):
+        for item in value.values():
+            _check_strings(item, source)
+    elif isinstance(value, list):
+        for item in value:
+            _check_strings(item, source)

@@ -1,0 +1,102 @@
+"""compile -> program.json -> evaluate -> resume -> ask, as a user runs them, under a scripted LM."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ORACLE = "py:tests.programs.oracle:demo_oracle"
+
+
+def kgqa(*args: str, home: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "KGQA_HOME": str(home), "OPENAI_API_KEY": "sk-not-a-real-key"}
+    return subprocess.run([sys.executable, "-m", "kgqa", *args], capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    work = tmp_path_factory.mktemp("workflow")
+    out = work / "program"
+    result = kgqa(
+        "compile", "--train", "demo:train[0:6]", "--dev", "demo:dev[0:4]", "--kg", "demo",
+        "--optimizer", "bootstrap", "--lm", ORACLE, "--out", str(out), "--quiet", home=work,
+    )
+    assert result.returncode == 0, result.stderr
+    return work, out, result.stdout
+
+
+def test_compile_writes_program_config_and_an_mlflow_run(compiled):
+    work, out, stdout = compiled
+    state = json.loads((out / "program.json").read_text())
+    assert state["prune_relations"]["demos"] and state["judge"]["demos"]
+    config = json.loads((out / "config.json").read_text())
+    assert config["kg"] == "demo" and config["profile"] == "freebase" and config["optimizer"] == "bootstrap"
+    assert config["lm"] == ORACLE and config["walk"]["depth"] == 3 and "dspy" in config["versions"]
+    assert "dev, before compiling" in stdout and "dev, after compiling" in stdout
+
+    import mlflow
+
+    mlflow.set_tracking_uri(f"sqlite:///{work / 'mlflow.db'}")
+    runs = mlflow.search_runs(experiment_names=["kgqa"])
+    run = runs[runs["tags.mlflow.runName"] == "compile bootstrap"].iloc[0]
+    assert run["params.optimizer"] == "bootstrap" and run["metrics.dev_after_hits1"] == 1.0
+    assert "metrics.dev_before_hits1" in runs
+    artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(run["run_id"])}
+    assert {"program.json", "config.json"} <= artifacts
+
+
+def test_evaluate_writes_records_as_it_goes_and_resumes(compiled):
+    work, out, _ = compiled
+    preds = work / "preds.jsonl"
+    first = kgqa("evaluate", "--program", str(out), "--data", "demo:test", "--lm", ORACLE, "--out", str(preds),
+                 "--limit", "5", "--quiet", home=work)
+    assert first.returncode == 0, first.stderr
+    records = [json.loads(line) for line in preds.read_text().splitlines()]
+    assert len(records) == 5
+    record = records[0]
+    assert set(record) >= {"id", "question", "gold", "prediction", "answers", "trace", "error"}
+    assert record["prediction"].startswith("# Reasoning Path:\n") and "\n# Answer:\n" in record["prediction"]
+    assert record["trace"]["llm_calls"] > 0 and record["error"] is None
+
+    again = kgqa("evaluate", "--program", str(out), "--data", "demo:test", "--lm", ORACLE, "--out", str(preds),
+                 "--quiet", home=work)
+    assert again.returncode == 0, again.stderr
+    ids = [json.loads(line)["id"] for line in preds.read_text().splitlines()]
+    assert len(ids) == 22 == len(set(ids)) and ids[:5] == [r["id"] for r in records]  # the first five were not redone
+    assert "| questions          | 22 |" in again.stdout and "| Hits@1             | 1.000 |" in again.stdout
+
+
+def test_ask_prints_answers_with_paths(compiled):
+    work, out, _ = compiled
+    result = kgqa("ask", "Who directed the film 1941?", "--program", str(out), "--lm", ORACLE, home=work)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("answers: Steven Spielberg\n# Reasoning Path:\n1941 -> film.film.directed_by -> Steven Spielberg")
+    as_json = kgqa("ask", "Who directed Parasite?", "--program", str(out), "--lm", ORACLE, "--json", home=work)
+    answer = json.loads(as_json.stdout)
+    assert answer["answers"] == ["Bong Joon-ho"] and answer["trace"]["stop_reason"] == "sufficient"
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["ask", "q?", "--program", "/nonexistent"], "no config.json in /nonexistent"),
+        (["evaluate", "--program", "/nonexistent", "--data", "demo:test", "--out", "x.jsonl"], "no config.json"),
+        (["compile", "--train", "nope:x", "--kg", "demo", "--out", "o"], "bad data spec 'nope:x'"),
+        (["compile", "--train", "demo:train", "--kg", "bogus", "--out", "o", "--lm", ORACLE], "bad KG spec 'bogus'"),
+        (["compile", "--train", "metaqa:/missing.txt", "--kg", "demo", "--out", "o"], "no such file: /missing.txt"),
+        (["compile", "--train", "demo:train", "--kg", "http://127.0.0.1:9/sparql", "--out", "o", "--lm", "openai/x", "--api-base", "http://127.0.0.1:9/v1"],
+         "LM 'openai/x' did not answer"),
+        (["compile", "--train", "demo:train", "--kg", "demo", "--out", "o", "--lm", "nonsense"], "bad LM spec 'nonsense'"),
+    ],
+)
+def test_user_errors_are_one_clear_line(tmp_path, args, message):
+    result = kgqa(*args, home=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert result.stderr.strip().count("\n") == 0
