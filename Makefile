@@ -8,11 +8,12 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 
 .PHONY: setup demo test bench
 
-# torch first, from its CPU wheel, so sentence-transformers does not pull CUDA packages.
+# torch first, from its CPU wheel, so sentence-transformers does not pull CUDA packages;
+# llama-cpp-python compiles from source the first time (minutes on 2 cores), then comes from pip's cache.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check torch==2.13.0
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test,local]'
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -194,12 +194,16 @@ class KGQA(dspy.Module):
         return dict(run.kg.relations(missing).items) if missing else {}
 
     def _choose_relations(self, run: Run, frontier: list[Trail], relations: dict) -> list[tuple[Trail, Edge, float]]:
-        chosen = []
+        """Relations to follow from each frontier entity. Entities offered the same candidates
+        (films of one director, say) share one decision, so a wide frontier is not a call per entity."""
         drop_back = run.kg.profile.drops_pre_relations
+        offers: dict[tuple[str, ...], tuple[dict[str, Edge], list[Trail]]] = {}
         for trail in frontier:
             back = drop_back and trail.arrival and Edge(trail.arrival.relation, trail.arrival.direction.reverse)
-            edges = [e for e in relations.get(trail.end.id, ()) if e != back]
-            labels = {render.relation_label(e): e for e in edges}
+            labels = {render.relation_label(e): e for e in relations.get(trail.end.id, ()) if e != back}
+            offers.setdefault(tuple(labels), (labels, []))[1].append(trail)
+        chosen = []
+        for labels, trails in offers.values():
             picked = self._pick(
                 run,
                 self.prune_relations,
@@ -210,9 +214,9 @@ class KGQA(dspy.Module):
                 query=" ".join([run.question, *run.sub_objectives]),
                 question=run.question,
                 sub_objectives=run.sub_objectives,
-                entity=render.node_label(trail.end),
+                entity=render.several([render.node_label(t.end) for t in trails]),
             )
-            chosen += [(trail, labels[label], score) for label, score in picked]
+            chosen += [(trail, labels[label], score) for trail in trails for label, score in picked]
         return chosen
 
     def _follow(self, run: Run, steps: list[tuple[Trail, Edge, float]], *, more: bool) -> tuple[list[Candidates], dict]:
@@ -259,14 +263,18 @@ class KGQA(dspy.Module):
         return list(groups.values())
 
     def _choose_entities(self, run: Run, groups: list[Candidates]) -> list[Trail]:
-        kept: list[Trail] = []
+        """Entities to keep, one decision per (compound) relation across the whole frontier."""
+        by_edges: dict[tuple[Edge, ...], list[Candidates]] = defaultdict(list)
         for group in groups:
-            nodes = list(dict.fromkeys(n for _, n in group.members))
+            by_edges[group.edges].append(group)
+        kept: list[Trail] = []
+        for edges, same in by_edges.items():
+            nodes = list(dict.fromkeys(n for group in same for _, n in group.members))
             by_label: dict[str, list[Node]] = defaultdict(list)
             for node in nodes:
                 if not node.literal:
                     by_label[render.node_label(node)].append(node)
-            walked = " -> ".join([render.node_label(group.trail.end), *map(render.relation_label, group.edges)])
+            ends = render.several([render.node_label(g.trail.end) for g in same])
             picked = self._pick(
                 run,
                 self.prune_entities,
@@ -276,17 +284,17 @@ class KGQA(dspy.Module):
                 limit=run.config.entities_per_relation,
                 query=run.question,
                 question=run.question,
-                relation_walked=walked,
+                relation_walked=" -> ".join([ends, *map(render.relation_label, edges)]),
             )
             chosen = dict((node, score) for label, score in picked for node in by_label[label])
             chosen.update((node, 1.0) for node in nodes if node.literal)  # values pass without pruning
-            last = group.edges[-1]
-            for prefix, node in group.members:
-                hops = prefix + (Hop(last.relation, last.direction, node),)
-                trail = group.trail.extend(hops, group.score * chosen.get(node, 0.0))
-                run.seen.setdefault(node.id, trail)  # pruned ones too: reflection may resume from them
-                if node in chosen:
-                    kept.append(trail)
+            for group in same:
+                for prefix, node in group.members:
+                    hops = prefix + (Hop(edges[-1].relation, edges[-1].direction, node),)
+                    trail = group.trail.extend(hops, group.score * chosen.get(node, 0.0))
+                    run.seen.setdefault(node.id, trail)  # pruned ones too: reflection may resume from them
+                    if node in chosen:
+                        kept.append(trail)
         return sorted(kept, key=lambda t: (-t.score, render.path_text(t)))
 
     def _recall(self, run: Run, kept: list[Trail]) -> list[Fact]:

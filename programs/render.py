@@ -32,3 +32,10 @@ def path_text(trail: Trail) -> str:
 def gcr_path(trail: Trail, answer: str) -> str:
     """A reasoning path as GCR's evaluation reads it."""
     return f"# Reasoning Path:\n{path_text(trail)}\n# Answer:\n{answer}"
+
+
+def several(labels: list[str], *, shown: int = 3) -> str:
+    """'A', 'A, B', or 'A, B, C and 4 more'."""
+    labels = list(dict.fromkeys(labels))
+    head = ", ".join(labels[:shown])
+    return head if len(labels) <= shown else f"{head} and {len(labels) - shown} more"

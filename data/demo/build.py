@@ -263,8 +263,10 @@ class Minter:
         self.ids: dict[str, str] = {}
         self.cvts = 0
 
-    def named(self, name: str) -> str:
-        return self.ids.setdefault(name, f"m.0dm{len(self.ids) + 1:03d}")
+    def named(self, name: str, kind: str = "") -> str:
+        """One id per name, except characters: the film "Jackie Brown" and its title character differ."""
+        key = f"{kind}:{name}" if kind == "film.film_character" else name
+        return self.ids.setdefault(key, f"m.0dm{len(self.ids) + 1:03d}")
 
     def cvt(self) -> str:
         self.cvts += 1
@@ -284,7 +286,7 @@ def build_triples() -> tuple[list[ox.Triple], Minter]:
         triples.append(ox.Triple(iri(subject), iri(relation), o))
 
     def entity(name: str, kind: str) -> str:
-        mid = ids.named(name)
+        mid = ids.named(name, kind)
         if mid not in types:
             types[mid] = kind
             add(mid, "type.object.name", ox.Literal(name, language="en"))

@@ -216,3 +216,16 @@ def test_an_unusable_fact_filter_falls_back_to_similarity(kg, ids):
     assert len(memory["new_facts"]) == 2  # the two facts most similar to the question, not nothing
     assert all(fact.endswith("| film.film.genre | Science Fiction") for fact in memory["new_facts"])
     assert pred.trace["fallbacks"] == 1 and pred.trace["dropped_selections"] == 1
+
+
+def test_a_wide_frontier_shares_decisions(kg, ids):
+    lm = oracle(["film.film.directed_by (reverse)", "film.film.genre"], ["Romance", "Science Fiction"])
+    pred = ask(kg, lm, "What genres are the films directed by James Cameron?", [ids["James Cameron"]])
+    assert sorted(pred.answers) == ["Romance", "Science Fiction"]
+    prunes = [i["entity"] for key, i in lm.scripted.calls if key == "relations_to_follow"]
+    # depth 1: Cameron; depth 2: Avatar and The Terminator are offered the same relations, Titanic more (an award)
+    assert prunes[0] == "James Cameron" and sorted(prunes[1:]) == ["Avatar, The Terminator", "Titanic"]
+    walked = [i["relation_walked"] for key, i in lm.scripted.calls if key == "entities_to_keep"]
+    assert walked[0] == "James Cameron -> film.film.directed_by (reverse)"
+    assert len(walked) == 2 and walked[1].endswith(" -> film.film.genre")
+    assert sorted(walked[1].removesuffix(" -> film.film.genre").split(", ")) == ["Avatar", "The Terminator", "Titanic"]

@@ -1,0 +1,68 @@
+"""The default local LM on a tiny prompt, when its packages are installed (CI installs them)."""
+
+from __future__ import annotations
+
+import os
+
+import dspy
+import pytest
+
+from kgqa.lm import local
+
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+@pytest.fixture(scope="module")
+def lm():
+    try:
+        import llama_cpp  # noqa: F401
+
+        local.model_path()
+    except (ImportError, local.LocalModelError) as exc:
+        if IN_CI:
+            pytest.fail(f"CI installs the local LM: {exc}")
+        pytest.skip(f"local LM not installed: {exc}")
+    return local.local_lm(max_tokens=64)
+
+
+def test_the_assembled_model_is_the_recorded_file():
+    try:
+        path = local.model_path()
+    except local.LocalModelError as exc:
+        if IN_CI:
+            raise
+        pytest.skip(str(exc))
+    assert path.stat().st_size == local.GGUF_SIZE
+    assert path.read_bytes()[:4] == b"GGUF"
+
+
+def test_a_signature_through_the_engine(lm):
+    class Capital(dspy.Signature):
+        """Name the capital city of the country."""
+
+        country: str = dspy.InputField()
+        capital: str = dspy.OutputField()
+
+    with dspy.context(lm=lm, track_usage=True):
+        prediction = dspy.Predict(Capital)(country="France")
+    assert "paris" in prediction.capital.lower()
+    usage = prediction.get_lm_usage()[lm.model]
+    assert usage["prompt_tokens"] > 50 and usage["completion_tokens"] > 0
+
+
+def test_repeated_prefixes_are_not_processed_again(lm):
+    class Echo(dspy.Signature):
+        """Repeat the word exactly, in lower case, and nothing else. This instruction is long on purpose so
+        that the shared prefix of every call is a good part of the prompt: system message, field
+        descriptions and the rules of the output format all come before the one word that changes."""
+
+        word: str = dspy.InputField()
+        repeated: str = dspy.OutputField()
+
+    with dspy.context(lm=lm):
+        for word in ("apple", "river", "stone"):
+            dspy.Predict(Echo)(word=word)
+    first, *later = lm.local_engine.stats.calls[-3:]
+    assert all(c["prompt_tokens"] > 150 for c in (first, *later))
+    # after the first call, the instructions' KV state comes from the prefix cache
+    assert all(c["processed_tokens"] < c["prompt_tokens"] // 3 for c in later), lm.local_engine.stats.calls[-3:]
