@@ -33,7 +33,16 @@ def test_user_errors_are_one_line_without_traceback(tmp_path):
     assert result.returncode == 2 and "no such file" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_demo_answers_through_the_demo_kg():
-    result = kgqa("demo")
+def test_demo_compiles_evaluates_and_answers(tmp_path):
+    import os
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    result = subprocess.run(
+        [sys.executable, "-m", "kgqa", "demo", "--out", str(tmp_path / "demo"), "--lm", "py:tests.programs.oracle:demo_oracle", "--quiet"],
+        capture_output=True, text=True, timeout=600, cwd=root, env={**os.environ, "KGQA_HOME": str(tmp_path)},
+    )
     assert result.returncode == 0, result.stderr
+    assert (tmp_path / "demo" / "program.json").is_file() and (tmp_path / "mlflow.db").is_file()
+    assert "demo test (demo:test[0:6])" in result.stdout and "| Hits@1             | 1.000 |" in result.stdout
     assert "Q: Who directed Parasite?\nA: Bong Joon-ho" in result.stdout
