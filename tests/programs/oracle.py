@@ -71,3 +71,14 @@ def demo_oracle():
     from data.jsonl import load_jsonl
 
     return gold_oracle([ex for split in ("train", "dev", "test") for ex in load_jsonl(split_path(split))])
+
+
+def slow_demo_oracle():
+    """The demo oracle taking 50 ms a call: slow enough to be killed in the middle of a run."""
+    import time
+
+    lm = demo_oracle()
+    handlers = lm.scripted.handlers
+    for key, handler in list(handlers.items()):
+        handlers[key] = (lambda h: lambda inputs: (time.sleep(0.05), h(inputs))[1])(handler)
+    return lm

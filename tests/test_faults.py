@@ -1,0 +1,184 @@
+"""Faults survived, nothing lost: a misbehaving LM, a failing graph, hostile files and rows."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import dspy
+import pytest
+
+from data.demo import DEMO_KG, split_path
+from data.examples import DatasetError
+from data.jsonl import load_jsonl
+from kg import EmbeddedStore, KnowledgeGraph, SparqlEndpoint, virtuoso
+from kg.virtuoso import free_port
+from kgqa.lm.faulty import FAULTS, FaultyEngine
+from optimizers.evaluate import evaluate, read_records
+from optimizers.metrics import score_answers
+from programs import KGQA
+from programs.saving import ProgramFileError, load_program, save_program
+from tests.kg.scripted_server import XML_OK, ScriptedServer
+from tests.programs.oracle import demo_oracle
+
+
+@pytest.fixture(scope="module")
+def questions():
+    everything = [ex for split in ("train", "dev", "test") for ex in load_jsonl(split_path(split))]
+    return everything[:50]
+
+
+@pytest.fixture(scope="module")
+def kg(demo_store):
+    return KnowledgeGraph(demo_store, profile="freebase")
+
+
+def test_lm_faults_over_fifty_questions(kg, questions):
+    """Garbage, truncated JSON, wrong types, invented names, exceptions and timeouts, on a fifth of
+    the calls: every question ends with a stop reason, and a question that met no fault answers right."""
+    lm = demo_oracle()
+    faulty = FaultyEngine(lm.scripted, rate=0.2, seed=7)
+    lm = dspy.LM("scripted/faulty", engine=faulty, cache=False, num_retries=0)
+    program = KGQA(kg)
+    untouched, hits = [], []
+    with dspy.context(lm=lm):
+        for ex in questions:
+            before = sum(faulty.injected.values())
+            prediction = program(question=ex.question, topic_entities=ex.topic_entities)
+            assert prediction.trace["stop_reason"], ex.question
+            assert not {"made.up.relation", "Imaginary Person"} & set(prediction.answers)
+            hit = score_answers(prediction.answers, ex.answers, ex.aliases).hits1
+            hits.append(hit)
+            if sum(faulty.injected.values()) == before:
+                untouched.append(hit)
+    assert set(faulty.injected) == set(FAULTS) and sum(faulty.injected.values()) >= 40
+    assert len(untouched) >= 10 and all(untouched)  # a question that met no fault answers right
+    assert sum(hits) / len(hits) >= 0.6  # and most of the others still do
+
+
+def test_a_graph_that_is_down_before_the_run_gives_records_not_a_crash(questions, tmp_path):
+    down = KnowledgeGraph(SparqlEndpoint(f"http://127.0.0.1:{free_port()}/sparql", retries=1, backoff=0.01), profile="freebase")
+    with dspy.context(lm=demo_oracle()):
+        summary = evaluate(KGQA(down), questions[:5], out=tmp_path / "p.jsonl", progress=False)
+    records = read_records(tmp_path / "p.jsonl")
+    assert summary.questions == 5 and len(records) == 5
+    assert all(r["trace"]["stop_reason"] == "kg_error" and "failed after 2 attempts" in r["trace"]["error"] for r in records.values())
+
+
+@pytest.mark.parametrize("script", [[(500, b"Virtuoso 42000 Error", 0.0)] * 50, [(200, XML_OK, 2.5)] * 20], ids=["http-500", "hanging"])
+def test_an_endpoint_failing_every_request_is_retried_boundedly(questions, tmp_path, script):
+    server = ScriptedServer(script)
+    try:
+        kg = KnowledgeGraph(SparqlEndpoint(server.url, timeout=1, retries=1, backoff=0.01), profile="freebase")
+        with dspy.context(lm=demo_oracle()):
+            evaluate(KGQA(kg), questions[:3], out=tmp_path / "p.jsonl", progress=False)
+    finally:
+        server.close()
+    records = read_records(tmp_path / "p.jsonl")
+    assert len(records) == 3 and all(r["trace"]["stop_reason"] == "kg_error" for r in records.values())
+    assert len(server.requests) == 3 * 2  # each question: one query, retried once, then its record
+
+
+def test_virtuoso_dying_mid_run_loses_no_record(questions, tmp_path):
+    if not virtuoso.available():
+        pytest.skip("virtuoso-t not installed")
+    server = virtuoso.LocalVirtuoso.start(tmp_path / "virtuoso", [DEMO_KG])
+    kg = KnowledgeGraph(SparqlEndpoint(server.url, timeout=5, retries=1, backoff=0.05), profile="freebase")
+
+    class StopsTheServer(KGQA):
+        asked = 0
+
+        def forward(self, question, topic_entities=None):
+            StopsTheServer.asked += 1
+            if StopsTheServer.asked == 4:
+                server.stop()  # by PID, in the middle of the run
+            return super().forward(question, topic_entities)
+
+    try:
+        with dspy.context(lm=demo_oracle()):
+            summary = evaluate(StopsTheServer(kg), questions[:8], out=tmp_path / "p.jsonl", progress=False)
+    finally:
+        server.stop()
+    records = list(read_records(tmp_path / "p.jsonl").values())
+    assert summary.questions == 8 and [r["id"] for r in records] == [ex.id for ex in questions[:8]]
+    assert all(r["trace"]["stop_reason"] != "kg_error" for r in records[:3])
+    assert all(r["trace"]["stop_reason"] == "kg_error" and server.url in r["trace"]["error"] for r in records[3:])
+
+
+# -- hostile files and rows ------------------------------------------------------------------
+
+
+@pytest.fixture
+def saved(tmp_path, demo_store):
+    directory = tmp_path / "program"
+    save_program(KGQA(KnowledgeGraph(demo_store, profile="freebase")), directory, settings={"kg": "demo"})
+    return directory
+
+
+def tamper(directory, change):
+    state = json.loads((directory / "program.json").read_text())
+    change(state)
+    (directory / "program.json").write_text(json.dumps(state))
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (lambda s: s.update(evil={"demos": []}), "unknown: \\['evil'\\]"),
+        (lambda s: s.pop("judge"), "missing: \\['judge'\\]"),
+        (lambda s: s["judge"].update(demos="not a list"), "demos must be a list"),
+        (lambda s: s["judge"].update(exec="os.system('x')"), "unexpected state keys \\['exec'\\]"),
+        (lambda s: s["judge"]["signature"].update(instructions=["not", "text"]), "instruction text"),
+        (lambda s: s["judge"].update(demos=[{"question": "x" * 300_000}]), "a string of 300000 characters"),
+        (lambda s: s["judge"].update(lm={"model": "openai/gpt-4o", "api_base": "http://evil"}), "must not carry an LM"),
+    ],
+)
+def test_a_tampered_program_file_is_a_clear_error(saved, demo_store, change, message):
+    tamper(saved, change)
+    with pytest.raises(ProgramFileError, match=message):
+        load_program(saved, KnowledgeGraph(demo_store, profile="freebase"))
+
+
+class _Payload:
+    def __reduce__(self):
+        import pathlib
+
+        return (pathlib.Path.touch, (pathlib.Path("/tmp/kgqa-pickle-ran"),))
+
+
+def test_a_pickle_payload_is_never_executed(saved, demo_store, tmp_path):
+    import pathlib
+
+    marker = pathlib.Path("/tmp/kgqa-pickle-ran")
+    marker.unlink(missing_ok=True)
+    (saved / "program.json").write_bytes(pickle.dumps(_Payload()))
+    with pytest.raises(ProgramFileError, match="not JSON"):
+        load_program(saved, KnowledgeGraph(demo_store, profile="freebase"))
+    assert not marker.exists()
+
+
+def test_a_tampered_config_is_a_clear_error(saved, demo_store):
+    config = json.loads((saved / "config.json").read_text())
+    config["walk"] = {"depth": -3}
+    (saved / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ProgramFileError, match="bad walk settings: depth must be >= 1"):
+        load_program(saved, KnowledgeGraph(demo_store, profile="freebase"))
+
+
+@pytest.mark.parametrize(
+    "row,message",
+    [
+        ({"topic_entities": ["m.0dm001"], "answers": ["x"]}, "missing field 'question'"),
+        ({"question": "", "topic_entities": ["m.0dm001"], "answers": ["x"]}, "the question is missing or empty"),
+        ({"question": "q" * 100_000, "topic_entities": ["m.0dm001"], "answers": ["x"]}, "100000 characters long"),
+        ({"question": "q?", "answers": ["x"]}, "missing field 'topic_entity'"),
+        ({"question": "q?", "topic_entities": "m.0dm001", "answers": ["x"]}, "topic_entities must be a list"),
+        ({"question": "q?", "topic_entities": ["m.0dm001"]}, "missing field 'answers'"),
+        ({"question": "q?", "topic_entities": ["m.0dm001"], "answers": [{"a": 1}]}, "answers must be a list of strings"),
+    ],
+)
+def test_malformed_dataset_rows_are_clear_errors(tmp_path, row, message):
+    path = tmp_path / "data.jsonl"
+    path.write_text(json.dumps({"question": "fine?", "topic_entities": ["m.0dm001"], "answers": ["x"]}) + "\n" + json.dumps(row) + "\n")
+    with pytest.raises(DatasetError, match=f"{path}:2: .*{message}"):
+        list(load_jsonl(path))
