@@ -26,3 +26,12 @@ class ExtractPathAnswer(dspy.Signature):
     reasoning_path: str = dspy.InputField()
     path_entities: list[str] = dspy.InputField(desc="the entities on the path that may answer")
     answer_entity: str = dspy.OutputField(desc="one of the path entities, copied exactly")
+
+
+class AnswerDirectly(dspy.Signature):
+    """Answer the question from your own knowledge, without a knowledge graph.
+
+    Give the answer names only, most likely first; give an empty list if you do not know."""
+
+    question: str = dspy.InputField()
+    direct_answers: list[str] = dspy.OutputField(desc="answer names, most likely first")

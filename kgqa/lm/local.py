@@ -78,7 +78,7 @@ def model_path(*, verify: bool = True) -> Path:
 
 @dataclass
 class EngineStats:
-    """Per call: prompt tokens, prompt tokens actually processed (the rest came from the prefix cache), seconds."""
+    """Per call: prompt tokens, prompt tokens actually processed (the rest came from reused KV state), seconds."""
 
     calls: list[dict] = field(default_factory=list)
 
@@ -99,13 +99,15 @@ class LocalEngine:
         n_ctx: int = 8192,
         n_threads: int | None = None,
         prefix_cache_bytes: int = 1 << 30,
+        reuse_prefix: bool = True,
         seed: int = 0,
         max_tokens: int = 512,
     ) -> None:
         self.path = Path(path) if path else None
         self.n_ctx = n_ctx
         self.n_threads = n_threads or max(1, os.cpu_count() or 1)
-        self.prefix_cache_bytes = prefix_cache_bytes
+        self.prefix_cache_bytes = prefix_cache_bytes if reuse_prefix else 0
+        self.reuse_prefix = reuse_prefix
         self.seed = seed
         self.max_tokens = max_tokens
         self.stats = EngineStats()
@@ -145,6 +147,8 @@ class LocalEngine:
         max_tokens = getattr(config, "max_tokens", None) or self.max_tokens
         with self._lock:
             llm = self.llm
+            if not self.reuse_prefix:
+                llm.reset()  # forget the last prompt too: every call processes its whole prompt
             before = _processed(llm)
             start = time.perf_counter()
             out = llm.create_chat_completion(

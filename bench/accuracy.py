@@ -1,0 +1,147 @@
+"""Accuracy and cost on MetaQA, side by side, on one LM and one KG.
+
+For 1-, 2- and 3-hop MetaQA dev questions (`kb_exact` rows), a seeded sample per hop is answered by:
+- llm-only: the LM from its own knowledge (no KG);
+- floor: no LM, every choice by embedding similarity, walked to the question's hop count
+  (it has no way to stop by itself: a floor, told the depth);
+- uncompiled: the program as written;
+- bootstrap, mipro-light: the program compiled on a disjoint sample of dev questions (all hops).
+Per system and hop: Hits@1, Hit@any, F1, LLM calls, input and output tokens, SPARQL queries and
+seconds per question. Writes `table.md`, `accuracy_vs_tokens.png` and per-run JSONL records
+(rerunning resumes them) to the results directory, and logs it all to one MLflow run.
+
+    .venv/bin/python -m bench.accuracy --per-hop 30 [--systems llm-only,floor,uncompiled,bootstrap] [--lm local]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import dspy  # noqa: E402
+
+from data.jsonl import load_jsonl  # noqa: E402
+from data.metaqa import kb_triples  # noqa: E402
+from kg import EmbeddedStore, KnowledgeGraph  # noqa: E402
+from optimizers import tracking  # noqa: E402
+from optimizers.evaluate import Summary, evaluate  # noqa: E402
+from optimizers.teleprompters import Budget, compile_program  # noqa: E402
+from programs import KGQA, WalkConfig  # noqa: E402
+from programs.baselines import LLMOnly, SimilarityWalk  # noqa: E402
+from programs.saving import load_program, save_program  # noqa: E402
+
+METAQA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "metaqa"
+SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap", "mipro-light")
+HOPS = (1, 2, 3)
+
+
+def samples(per_hop: int, train: int, seed: int, metaqa: Path):
+    """Disjoint seeded samples: `per_hop` test questions per hop, and `train` compile questions over all hops."""
+    rng = random.Random(seed)
+    test, pool = {}, []
+    for hop in HOPS:
+        rows = [ex for ex in load_jsonl(metaqa / "qa" / f"metaqa_{hop}hop_dev.jsonl") if ex.kb_exact]
+        chosen = rng.sample(rows, per_hop + train)
+        test[hop], pool = chosen[:per_hop], pool + chosen[per_hop:]
+    return test, rng.sample(pool, train)
+
+
+def build(system: str, kg: KnowledgeGraph, trainset, out: Path, walk: WalkConfig, hop: int):
+    if system == "llm-only":
+        return LLMOnly()
+    if system == "floor":
+        return SimilarityWalk(kg, config=WalkConfig(**{**walk.to_dict(), "depth": hop}))
+    if system == "uncompiled":
+        return KGQA(kg, config=walk)
+    directory = out / f"program-{system}"
+    if not (directory / "program.json").exists():  # compile once, reuse across hops and reruns
+        compiled = compile_program(KGQA(kg, config=walk), system, trainset=trainset, budget=Budget(demos=2))
+        save_program(compiled, directory, settings={"kg": "metaqa", "optimizer": system})
+    return load_program(directory, kg)
+
+
+def table(results: dict[tuple[str, int], Summary]) -> str:
+    head = "| system | hop | n | Hits@1 | Hit@any | F1 | LLM calls | in tokens | out tokens | SPARQL | s/q |"
+    lines = [head, "|---" * (head.count("|") - 1) + "|"]
+    for (system, hop), s in results.items():
+        lines.append(
+            f"| {system} | {hop} | {s.questions} | {s.hits1:.3f} | {s.hit_any:.3f} | {s.f1:.3f} | {s.llm_calls:.1f} | "
+            f"{s.input_tokens:.0f} | {s.output_tokens:.0f} | {s.sparql_queries:.1f} | {s.seconds:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def plot(results: dict[tuple[str, int], Summary], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for system in dict.fromkeys(s for s, _ in results):
+        points = [(results[(system, h)].input_tokens + results[(system, h)].output_tokens, results[(system, h)].hits1, h)
+                  for h in HOPS if (system, h) in results]
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=system)
+        for x, y, h in points:
+            ax.annotate(f"{h}-hop", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    ax.set_xlabel("LLM tokens per question (input + output)")
+    ax.set_ylabel("Hits@1")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title("MetaQA: accuracy against tokens per question")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--per-hop", type=int, default=30)
+    parser.add_argument("--train", type=int, default=12, help="compile questions (disjoint from the test sample)")
+    parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument("--lm", default="local")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-llm-calls", type=int, default=24)
+    parser.add_argument("--metaqa", type=Path, default=METAQA)
+    parser.add_argument("--out", type=Path, default=Path("results/accuracy"))
+    args = parser.parse_args(argv)
+
+    from kgqa.specs import make_lm
+
+    systems = [s for s in args.systems.split(",") if s]
+    unknown = set(systems) - set(SYSTEMS)
+    if unknown:
+        parser.error(f"unknown systems {sorted(unknown)}; choose from {', '.join(SYSTEMS)}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    store = EmbeddedStore()
+    store.add_triples(kb_triples(args.metaqa / "kb.txt"))
+    kg = KnowledgeGraph(store, profile="metaqa")
+    test, trainset = samples(args.per_hop, args.train, args.seed, args.metaqa)
+    walk = WalkConfig(max_llm_calls=args.max_llm_calls)
+    dspy.configure(lm=make_lm(args.lm))
+    results: dict[tuple[str, int], Summary] = {}
+    params = {"lm": args.lm, "per_hop": args.per_hop, "train": args.train, "seed": args.seed, "systems": args.systems,
+              **{f"walk.{k}": v for k, v in walk.to_dict().items()}}
+    with tracking.mlflow_run("bench accuracy", params=params):
+        for system in systems:
+            for hop in HOPS:
+                program = build(system, kg, trainset, args.out, walk, hop)
+                results[(system, hop)] = evaluate(program, test[hop], out=args.out / f"{system}-{hop}hop.jsonl")
+                tracking.log_metrics(f"{system}.{hop}hop.", results[(system, hop)].as_dict())
+                print(f"{system} {hop}-hop: Hits@1 {results[(system, hop)].hits1:.3f}", flush=True)
+        markdown = table(results)
+        (args.out / "table.md").write_text(markdown + "\n")
+        plot(results, args.out / "accuracy_vs_tokens.png")
+        tracking.log_artifact(args.out / "table.md")
+        tracking.log_artifact(args.out / "accuracy_vs_tokens.png")
+    print(markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
