@@ -31,8 +31,7 @@ import pyoxigraph as ox
 
 from data.jsonl import load_jsonl
 from data.metaqa import kb_triples, qtype_path
-from kg import Direction, EmbeddedStore, KnowledgeGraph, Node, SparqlEndpoint
-from kg import virtuoso
+from kg import Direction, EmbeddedStore, KnowledgeGraph, Node, SparqlEndpoint, virtuoso
 from kg.terms import sparql_iri
 
 METAQA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "metaqa"

@@ -51,8 +51,8 @@ def make_example(
     ).with_inputs(*INPUT_FIELDS)
 
 
-def read_jsonl(path: str | Path) -> Iterator[tuple[str, dict]]:
-    """(`file:line`, row) for each non-blank line; a line that is not a JSON object is a DatasetError."""
+def numbered_lines(path: str | Path) -> Iterator[tuple[str, str]]:
+    """(`file:line`, line without its newline) for each non-blank line; an unreadable file is a DatasetError."""
     path = Path(path)
     try:
         handle = path.open(encoding="utf-8")
@@ -60,16 +60,20 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[str, dict]]:
         raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from exc
     with handle:
         for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            source = f"{path}:{number}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(f"{source}: not valid JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise DatasetError(f"{source}: expected a JSON object, got {type(row).__name__}")
-            yield source, row
+            if line.strip():
+                yield f"{path}:{number}", line.rstrip("\n")
+
+
+def read_jsonl(path: str | Path) -> Iterator[tuple[str, dict]]:
+    """(`file:line`, row) for each non-blank line; a line that is not a JSON object is a DatasetError."""
+    for source, line in numbered_lines(path):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{source}: not valid JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise DatasetError(f"{source}: expected a JSON object, got {type(row).__name__}")
+        yield source, row
 
 
 def read_json(path: str | Path) -> object:

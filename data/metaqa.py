@@ -14,7 +14,7 @@ from pathlib import Path
 import dspy
 import pyoxigraph as ox
 
-from data.examples import DatasetError, make_example
+from data.examples import DatasetError, make_example, numbered_lines
 from data.jsonl import load_jsonl
 from kg.errors import InvalidTermError
 from kg.profiles import METAQA, RDFS_LABEL
@@ -45,34 +45,25 @@ def kb_triples(path: str | Path) -> Iterator[ox.Triple]:
             out.append(ox.Triple(node, label, ox.Literal(name)))
         return node
 
-    try:
-        handle = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    with handle:
-        for number, line in enumerate(handle, 1):
-            line = line.rstrip("\n")
-            if not line.strip():
-                continue
-            source = f"{path}:{number}"
-            parts = line.split("|")
-            if len(parts) != 3 or not all(p.strip() for p in parts):
-                raise DatasetError(f"{source}: expected 'head|relation|tail', got {line[:120]!r}")
-            head, relation, tail = (p.strip() for p in parts)
-            triples: list[ox.Triple] = []
-            if relation not in relations:
-                try:
-                    relations[relation] = ox.NamedNode(METAQA.relation_iri(relation))
-                except InvalidTermError as exc:
-                    raise DatasetError(f"{source}: {exc}") from None
-            subject = entity(head, source, triples)
-            if relation in LITERAL_RELATIONS:
-                datatype = LITERAL_RELATIONS[relation]
-                obj = ox.Literal(tail, datatype=datatype) if datatype else ox.Literal(tail)
-            else:
-                obj = entity(tail, source, triples)
-            triples.append(ox.Triple(subject, relations[relation], obj))
-            yield from triples
+    for source, line in numbered_lines(path):
+        parts = line.split("|")
+        if len(parts) != 3 or not all(p.strip() for p in parts):
+            raise DatasetError(f"{source}: expected 'head|relation|tail', got {line[:120]!r}")
+        head, relation, tail = (p.strip() for p in parts)
+        triples: list[ox.Triple] = []
+        if relation not in relations:
+            try:
+                relations[relation] = ox.NamedNode(METAQA.relation_iri(relation))
+            except InvalidTermError as exc:
+                raise DatasetError(f"{source}: {exc}") from None
+        subject = entity(head, source, triples)
+        if relation in LITERAL_RELATIONS:
+            datatype = LITERAL_RELATIONS[relation]
+            obj = ox.Literal(tail, datatype=datatype) if datatype else ox.Literal(tail)
+        else:
+            obj = entity(tail, source, triples)
+        triples.append(ox.Triple(subject, relations[relation], obj))
+        yield from triples
 
 
 def load_questions(path: str | Path, *, qtypes: str | Path | None = None) -> Iterator[dspy.Example]:

@@ -7,7 +7,6 @@ says which predicates hold names and which relations are noise.
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote
@@ -19,6 +18,7 @@ RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
 SKOS_PREF_LABEL = "http://www.w3.org/2004/02/skos/core#prefLabel"
 FREEBASE_NS = "http://rdf.freebase.com/ns/"
 KGQA_NS = "http://kgqa.local/"
+MEMO_SIZE = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -90,24 +90,34 @@ class KGProfile:
     # whose paths walk relations back (movie_to_actor_to_movie: 34% of 2-hop, all 3-hop questions).
     drops_pre_relations: bool = False
     known_relations: tuple[str, ...] = field(default=())
+    # Conversions are pure and hot (every id of every frontier, every IRI of every result), so
+    # each profile remembers the last ones it made. Refusals (InvalidTermError) are not remembered.
+    _memo: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
-    # Conversions are pure and hot (every id of every frontier, every IRI of every result):
-    # memoized per profile. Profiles are frozen, so they can key the caches.
-    @functools.lru_cache(maxsize=1 << 18)
+    def _remembered(self, table: str, key: str, make):
+        memo = self._memo.setdefault(table, {})
+        try:
+            return memo[key]
+        except KeyError:
+            if len(memo) >= MEMO_SIZE:
+                memo.clear()
+            value = memo[key] = make(key)
+            return value
+
     def entity_iri(self, entity_id: str) -> str:
-        return self.entities.to_iri(entity_id, what="entity id")
+        return self._remembered("entity_iri", entity_id, lambda e: self.entities.to_iri(e, what="entity id"))
 
-    @functools.lru_cache(maxsize=1 << 12)
     def relation_iri(self, relation: str) -> str:
-        return self.relations.to_iri(relation, what="relation")
+        return self._remembered("relation_iri", relation, lambda r: self.relations.to_iri(r, what="relation"))
 
-    @functools.lru_cache(maxsize=1 << 18)
     def entity_id(self, iri: str) -> str | None:
         """The profile id of an IRI, or None when the IRI is not an entity of this profile."""
-        return self.entities.from_iri(iri)
+        return self._remembered("entity_id", iri, self.entities.from_iri)
 
-    @functools.lru_cache(maxsize=1 << 12)
     def relation_id(self, iri: str) -> str | None:
+        return self._remembered("relation_id", iri, self._relation_id)
+
+    def _relation_id(self, iri: str) -> str | None:
         relation = self.relations.from_iri(iri)
         if relation is None or self.skips(relation):
             return None

@@ -1,3 +1,5 @@
-from kgqa.cli import main
 import sys
+
+from kgqa.cli import main
+
 sys.exit(main())

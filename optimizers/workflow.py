@@ -14,7 +14,7 @@ from optimizers import tracking
 from optimizers.evaluate import Summary, evaluate
 from optimizers.teleprompters import Budget, compile_program
 from programs import KGQA, WalkConfig
-from programs.saving import PROGRAM_FILE, CONFIG_FILE, save_program
+from programs.saving import CONFIG_FILE, PROGRAM_FILE, save_program
 
 
 class LMUnreachable(RuntimeError):

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import dspy
 
-from kg import Direction, Edge, KGError, KnowledgeGraph, Node, Step
+from kg import Edge, KGError, KnowledgeGraph, Node, Step
 from kg.errors import InvalidTermError
 from programs import render
 from programs.config import WalkConfig

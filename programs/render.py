@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from programs.trails import Fact, Trail
 from kg import Direction, Edge, Node
+from programs.trails import Fact, Trail
 
 
 def relation_label(edge: Edge) -> str:

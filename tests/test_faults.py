@@ -11,7 +11,7 @@ import pytest
 from data.demo import DEMO_KG, split_path
 from data.examples import DatasetError
 from data.jsonl import load_jsonl
-from kg import EmbeddedStore, KnowledgeGraph, SparqlEndpoint, virtuoso
+from kg import KnowledgeGraph, SparqlEndpoint, virtuoso
 from kg.virtuoso import free_port
 from kgqa.lm.faulty import FAULTS, FaultyEngine
 from optimizers.evaluate import evaluate, read_records

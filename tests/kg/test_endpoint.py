@@ -10,6 +10,7 @@ from kg import KGError, KnowledgeGraph, SparqlEndpoint
 from kg.virtuoso import free_port
 from tests.kg.scripted_server import XML_OK, ScriptedServer
 
+
 @pytest.fixture
 def scripted():
     servers = []

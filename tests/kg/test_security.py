@@ -9,8 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kg import METAQA, Direction, EmbeddedStore, InvalidTermError, KnowledgeGraph
-from kg import queries
+from kg import METAQA, Direction, EmbeddedStore, InvalidTermError, KnowledgeGraph, queries
 from kg.profiles import RDFS_LABEL
 from kg.terms import sparql_iri, sparql_string
 
