@@ -155,6 +155,7 @@ class LocalEngine:
                 messages=messages,
                 temperature=0.0 if temperature is None else float(temperature),
                 max_tokens=int(max_tokens),
+                stop=list(getattr(config, "stop", ()) or ()) or None,
                 seed=self.seed,
             )
             seconds = time.perf_counter() - start
