@@ -385,18 +385,25 @@ class KGQA(dspy.Module):
         return [earlier[label] for label in selection.kept]
 
     def _answer(self, run: Run) -> tuple[list[str], list[str]]:
-        """Answers from the best trails of the deepest depth reached, each grounded on its trail."""
+        """Answers from the best trails of the deepest depth reached, each grounded on its trail.
+
+        When the sufficiency judge named answers (checked against the facts), those are the
+        answers, and the paths shown are the trails that reach them; otherwise the trails'
+        answers are ranked by the scores of the trails behind them.
+        """
         trails = [t for t in run.final if t.score >= run.config.min_path_score][: run.config.answer_paths]
         scores: dict[str, float] = defaultdict(float)
-        paths = []
+        found: list[tuple[str, Trail]] = []
         for trail in trails:
             answer = self._trail_answer(run, trail)
             if answer is not None:
                 scores[answer] += trail.score
-                paths.append(render.gcr_path(trail, answer))
-        # What the sufficiency judge named comes first: it saw every fact, not one trail.
-        ranked = sorted(scores, key=lambda a: (a not in run.judged, -scores[a], a))
-        return list(dict.fromkeys([*run.judged, *ranked])), paths
+                found.append((answer, trail))
+        if run.judged:
+            paths = [render.gcr_path(t, a) for a, t in found if a in run.judged]
+            return list(run.judged), paths
+        ranked = sorted(scores, key=lambda a: (-scores[a], a))
+        return ranked, [render.gcr_path(t, a) for a, t in found]
 
     def _trail_answer(self, run: Run, trail: Trail) -> str | None:
         candidates = [render.node_label(n) for n in trail.answer_candidates(run.topic_ids)]

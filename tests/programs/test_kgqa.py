@@ -60,12 +60,11 @@ def test_two_hops_through_a_cvt_node(kg, ids):
 
 
 def test_a_relation_walked_backwards(kg, ids):
-    lm = oracle(["film.film.directed_by (reverse)"], ["Titanic"])
+    lm = oracle(["film.film.directed_by (reverse)"], ["Titanic", "Avatar"])
     pred = ask(kg, lm, "Which films did James Cameron direct?", [ids["James Cameron"]])
     assert pred.trace["stop_reason"] == "sufficient"
-    assert set(pred.answers) == {"Titanic", "Avatar", "The Terminator"}
-    assert pred.answers[0] == "Titanic"  # named by the judge first
-    assert "James Cameron -> film.film.directed_by (reverse) -> Avatar" in "\n".join(pred.paths)
+    assert pred.answers == ["Titanic", "Avatar"]  # what the judge named, in its order
+    assert len(pred.paths) == 2 and "James Cameron -> film.film.directed_by (reverse) -> Avatar" in "\n".join(pred.paths)
 
 
 def test_a_year_literal_answer(kg, ids):
