@@ -133,7 +133,7 @@ class LocalEngine:
                 verbose=False,
             )
             if self.prefix_cache_bytes:
-                self._llm.set_cache(LlamaRAMCache(capacity_bytes=self.prefix_cache_bytes))
+                self._llm.set_cache(_lean_cache(LlamaRAMCache)(capacity_bytes=self.prefix_cache_bytes))
         return self._llm
 
     def complete(self, request) -> Response:
@@ -174,6 +174,22 @@ class LocalEngine:
             finish_reason="length" if finish == "length" else "stop",
             usage=Usage(input_tokens=prompt_tokens, output_tokens=completion_tokens, total_tokens=prompt_tokens + completion_tokens),
         )
+
+
+def _lean_cache(base):
+    """llama-cpp-python's RAM cache, minus its leak: every saved state also copies the logits
+    buffer (n_batch x 151,936 floats, ~311 MB) that the byte budget does not count, so a long run
+    grew past 24 GB. A restored prefix never uses those logits (the last prompt token is always
+    evaluated again), so they are kept as a broadcast zero view: one row of memory."""
+    import numpy as np
+
+    class LeanRAMCache(base):
+        def __setitem__(self, key, state) -> None:
+            shape = state.scores.shape
+            state.scores = np.broadcast_to(np.zeros((1, shape[1]), dtype=state.scores.dtype), shape)
+            super().__setitem__(key, state)
+
+    return LeanRAMCache
 
 
 def _processed(llm) -> int:
