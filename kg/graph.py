@@ -181,6 +181,7 @@ class KnowledgeGraph:
         entity_iris = self._iris(s.entity for s in unique)
         relation_iris = {r: self.profile.relation_iri(r) for r in dict.fromkeys(s.relation for s in unique)}
         name_predicates = self.profile.name_predicates if names else ()
+        only = unique[0] if len({(s.relation, s.direction) for s in unique}) == 1 else None
 
         def query(batch: list[Step], row_limit: int, ordered: bool) -> str:
             groups: dict[tuple[str, Direction], list[str]] = defaultdict(list)
@@ -195,6 +196,7 @@ class KnowledgeGraph:
                 relations_of_neighbours=relations,
                 skip_prefixes=self.profile.skip_iri_prefixes(),
                 skip_substrings=self.profile.skip_relation_substrings,
+                name_edges=only is None,  # every part of a split batch answers in the whole batch's shape
             )
 
         entity_of = {iri: e for e, iri in entity_iris.items()}
@@ -202,7 +204,6 @@ class KnowledgeGraph:
         found: dict[Step, dict[Node, tuple]] = defaultdict(dict)
         around: dict[str, set[Edge]] = defaultdict(set)
         rows, cut = self._batched_rows(unique, cap, query)
-        only = unique[0] if len({(s.relation, s.direction) for s in unique}) == 1 else None
         for row in rows:
             node = self._node(row["n"])
             if only is not None:  # one (relation, direction): the query returns neither

@@ -85,6 +85,7 @@ def follow(
     relations_of_neighbours: bool = False,
     skip_prefixes: Sequence[str] = (),
     skip_substrings: Sequence[str] = (),
+    name_edges: bool | None = None,
 ) -> str:
     """(entity, [relation, direction,] neighbour[, name][, rels]) rows; `groups` maps (relation IRI,
     direction) to the entity IRIs to follow it from.
@@ -95,13 +96,13 @@ def follow(
     `>iri` (outgoing) and `<iri` (incoming) tokens: what the next depth of a walk asks first,
     fetched in this round trip. `ordered` sorts before the LIMIT, which only matters when it cuts.
     """
-    single = len(groups) == 1
+    single = len(groups) == 1 if name_edges is None else not name_edges
     blocks = []
     for (relation, direction), entity_iris in groups.items():
         binds = "" if single else f"BIND({sparql_iri(relation)} AS ?r) BIND({sparql_string(direction.value)} AS ?d)"
         edge = _edge(direction, "?e", sparql_iri(relation), "?n")
         blocks.append(f"{_values('e', map(sparql_iri, entity_iris))} {edge} {binds} {_lang_filter('n', lang)}")
-    where = blocks[0] if single else " UNION ".join(f"{{ {b} }}" for b in blocks)
+    where = blocks[0] if len(blocks) == 1 else " UNION ".join(f"{{ {b} }}" for b in blocks)
     names = f"OPTIONAL {{ {_named('?n', predicates=name_predicates, lang=lang)} }}" if name_predicates else ""
     keys = "?e ?n" if single else "?e ?r ?d ?n"
     named = " ?name" if len(name_predicates) == 1 else " ?p ?name" if name_predicates else ""

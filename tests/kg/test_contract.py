@@ -146,3 +146,15 @@ def test_follow_brings_the_relations_around_what_it_reaches(demo_kg):
         assert result.around[performance.id] == (
             Edge("film.film.starring", IN), Edge("film.performance.actor", OUT), Edge("film.performance.character", OUT)
         )
+
+
+def test_a_split_batch_of_several_relations_keeps_its_shape(demo_store):
+    """Halves of an overflowing batch may hold one relation each; they must still say which."""
+    kg = KnowledgeGraph(demo_store, profile="freebase", max_rows=6)
+    usa, france = (kg.link([n])[n][0] for n in ("United States of America", "France"))
+    steps = [(usa, "film.film.country", IN), (france, "people.person.nationality", IN)]
+    for relations in (False, True):
+        result = kg.follow(steps, limit=3, relations=relations)
+        assert Step(usa, "film.film.country", IN) in result.truncated
+        assert len(result[Step(usa, "film.film.country", IN)]) == 3
+        assert len(result[Step(france, "people.person.nationality", IN)]) == 2
