@@ -75,11 +75,6 @@ def hits_at_1(example: dspy.Example, prediction: dspy.Prediction, trace=None) ->
     return score == 1.0 if trace is not None else score
 
 
-def answer_f1(example: dspy.Example, prediction: dspy.Prediction, trace=None) -> float | bool:
-    score = example_scores(example, prediction).f1
-    return score >= 0.5 if trace is not None else score
-
-
 def feedback(example, prediction, trace=None, pred_name=None, pred_trace=None) -> dspy.Prediction:
     """GEPA's metric: the Hits@1 score and a sentence on what went wrong, for the reflection LM."""
     scores = example_scores(example, prediction)
@@ -97,5 +92,3 @@ def feedback(example, prediction, trace=None, pred_name=None, pred_trace=None) -
             text += f" The gold relation path is {path}."
     return dspy.Prediction(score=scores.hits1, feedback=text)
 
-
-METRICS = {"hits1": hits_at_1, "f1": answer_f1}

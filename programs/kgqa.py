@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import dspy
 
+from data.examples import MAX_QUESTION_CHARS
 from kg import Edge, KGError, KnowledgeGraph, Node, Step
 from kg.errors import InvalidTermError
 from programs import render
@@ -37,7 +38,6 @@ from signatures import (
     UpdateMemory,
 )
 
-MAX_QUESTION_CHARS = 4_000
 _BRACKETED = re.compile(r"\[([^\[\]]{1,200})\]")
 
 
