@@ -21,6 +21,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import dspy  # noqa: E402
 
+from kgqa.lm.adapter import CompactChatAdapter  # noqa: E402
 from kgqa.lm.local import local_lm  # noqa: E402
 from kgqa.specs import load_data, open_kg  # noqa: E402
 
@@ -34,7 +35,7 @@ def run(reuse: bool, questions, program_dir) -> tuple[list[dict], list, float]:
     lm = local_lm(reuse_prefix=reuse)
     start = time.perf_counter()
     answers = []
-    with dspy.context(lm=lm):
+    with dspy.context(lm=lm, adapter=CompactChatAdapter()):
         for ex in questions:
             answers.append(program(question=ex.question, topic_entities=ex.topic_entities).answers)
     return lm.local_engine.stats.calls, answers, time.perf_counter() - start

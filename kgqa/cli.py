@@ -57,12 +57,13 @@ def _kg_stats(args: argparse.Namespace) -> int:
 def _configure_lm(spec: str, args: argparse.Namespace):
     import dspy
 
+    from kgqa.lm.adapter import CompactChatAdapter
     from kgqa.specs import make_lm
     from optimizers.workflow import check_lm
 
     lm = make_lm(spec, api_base=getattr(args, "api_base", None))
     check_lm(lm, spec)
-    dspy.configure(lm=lm)
+    dspy.configure(lm=lm, adapter=CompactChatAdapter())
     return lm
 
 

@@ -13,7 +13,7 @@ import dspy
 
 from optimizers.metrics import feedback, hits_at_1
 
-TELEPROMPTERS = ("none", "labeled", "bootstrap", "bootstrap-rs", "mipro-light", "mipro-medium", "gepa", "simba")
+TELEPROMPTERS = ("none", "labeled", "bootstrap", "bootstrap-rs", "mipro", "mipro-light", "mipro-medium", "gepa", "simba")
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,8 @@ class Budget:
     demos: int = 2  # bootstrapped demos per predictor
     labeled: int = 0  # raw labeled demos per predictor
     rounds: int = 1
-    candidates: int = 4  # candidate programs (bootstrap-rs), instruction candidates (mipro), per step (simba)
+    candidates: int = 4  # candidate programs (bootstrap-rs), instruction and demo candidates (mipro), per step (simba)
+    trials: int = 6  # MIPROv2 trials (`mipro`; the light/medium presets set their own)
     steps: int = 4  # SIMBA steps
     threads: int = 1
     seed: int = 0
@@ -65,10 +66,12 @@ def make_teleprompter(
             teacher_settings=teacher_settings,
         )
     if name.startswith("mipro"):
+        preset = name.removeprefix("mipro-") if name != "mipro" else None
         return dspy.MIPROv2(
             metric=metric,
             prompt_model=teacher,
-            auto=name.removeprefix("mipro-"),
+            auto=preset,
+            num_candidates=None if preset else budget.candidates,
             max_bootstrapped_demos=budget.demos,
             max_labeled_demos=budget.labeled,
             num_threads=budget.threads,
@@ -114,8 +117,15 @@ def compile_program(
         return teleprompter.compile(program, trainset=trainset)
     if name == "bootstrap-rs":
         return teleprompter.compile(program, trainset=trainset, valset=valset)
-    if name.startswith("mipro"):  # `auto` sets the number of trials
+    if name.startswith("mipro-"):  # the preset sets the number of trials
         return teleprompter.compile(program, trainset=trainset, valset=valset, seed=budget.seed)
+    if name == "mipro":
+        # An explicit small budget: `budget.trials` full evaluations of the valset, and a proposer
+        # that is not shown the program's source (thousands of prompt tokens per proposal).
+        return teleprompter.compile(
+            program, trainset=trainset, valset=valset, seed=budget.seed, num_trials=budget.trials,
+            minibatch=False, program_aware_proposer=False,
+        )
     if name == "gepa":
         return teleprompter.compile(program, trainset=trainset, valset=valset or trainset)
     return teleprompter.compile(program, trainset=trainset, seed=budget.seed)

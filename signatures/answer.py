@@ -4,16 +4,19 @@ import dspy
 
 
 class JudgeSufficiency(dspy.Signature):
-    """Decide whether the facts found so far answer the question, and if they do, give the answer.
+    """Read the facts and find the entities or values that answer the question.
 
-    Answer only with entity names or values that appear in the facts, never from outside
-    knowledge. Say it is not sufficient when a needed fact is still missing."""
+    The facts are true, written 'subject | relation | object'. A relation from A to B can be read
+    both ways: "Heathers | written_by | Daniel Waters" says Heathers was written by Daniel Waters,
+    and that Daniel Waters wrote Heathers. List the answers the facts give (names, years or
+    numbers), copied exactly. If the facts do not yet reach what the question asks for (it needs
+    one more step), give an empty list and false."""
 
     question: str = dspy.InputField()
     memory_notes: list[str] = dspy.InputField(desc="what is known for each sub-objective")
     known_facts: list[str] = dspy.InputField(desc="facts found, as 'subject | relation | object'")
-    is_sufficient: bool = dspy.OutputField()
-    answer_names: list[str] = dspy.OutputField(desc="the answers, copied from the facts; empty if not sufficient")
+    answer_names: list[str] = dspy.OutputField(desc="the answers, copied from the facts; empty if the facts do not reach them yet")
+    is_sufficient: bool = dspy.OutputField(desc="true if these answers answer the question")
 
 
 class ExtractPathAnswer(dspy.Signature):

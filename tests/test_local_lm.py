@@ -66,3 +66,19 @@ def test_repeated_prefixes_are_not_processed_again(lm):
     assert all(c["prompt_tokens"] > 150 for c in (first, *later))
     # after the first call, the instructions' KV state comes from the prefix cache
     assert all(c["processed_tokens"] < c["prompt_tokens"] // 3 for c in later), lm.local_engine.stats.calls[-3:]
+
+
+def test_the_compact_adapter_keeps_the_answer_short(lm):
+    from kgqa.lm.adapter import CompactChatAdapter
+
+    class Colours(dspy.Signature):
+        """List the colours of the flag of the country."""
+
+        country: str = dspy.InputField()
+        colours: list[str] = dspy.OutputField()
+
+    with dspy.context(lm=lm, adapter=CompactChatAdapter()):
+        prediction = dspy.Predict(Colours)(country="France")
+    assert {c.lower() for c in prediction.colours} >= {"blue", "white", "red"}
+    completion = lm.history[-1]["outputs"][0] if lm.history else ""
+    assert "# note" not in str(completion)

@@ -101,7 +101,7 @@ class LocalEngine:
         prefix_cache_bytes: int = 1 << 30,
         reuse_prefix: bool = True,
         seed: int = 0,
-        max_tokens: int = 512,
+        max_tokens: int = 256,
     ) -> None:
         self.path = Path(path) if path else None
         self.n_ctx = n_ctx

@@ -31,7 +31,7 @@ def oracle(
         "entities_to_keep": lambda i: {"entities_to_keep": keep(i) if keep else i["candidate_entities"]},
         "kept_facts": lambda i: {"kept_facts": i["candidate_facts"][: i["max_facts"]]},
         "updated_memory": lambda i: {"updated_memory": ["; ".join(i["new_facts"])[:200]] * len(i["sub_objectives"])},
-        "is_sufficient": judge,
+        "answer_names": judge,
         "should_backtrack": lambda i: (
             {"should_backtrack": bool(backtrack(i)), "entities_to_resume": backtrack(i)}
             if backtrack else {"should_backtrack": False, "entities_to_resume": []}
@@ -62,7 +62,7 @@ def gold_oracle(examples):
         found = [a for a in answers if a in facts]
         return {"is_sufficient": bool(found), "answer_names": found}
 
-    return oracle([], [], relations_to_follow=relations, is_sufficient=judge)
+    return oracle([], [], relations_to_follow=relations, answer_names=judge)
 
 
 def demo_oracle():

@@ -36,7 +36,7 @@ def test_one_hop(kg, ids):
     assert trace["stop_reason"] == "sufficient" and trace["depth"] == 1  # stopped early, depth 3 allowed
     # decompose, relation prune, memory, judge; one candidate entity and few facts need no call
     assert trace["llm_calls"] == 4
-    assert [key for key, _ in lm.scripted.calls] == ["sub_objectives", "relations_to_follow", "updated_memory", "is_sufficient"]
+    assert [key for key, _ in lm.scripted.calls] == ["sub_objectives", "relations_to_follow", "updated_memory", "answer_names"]
     assert trace["sparql_queries"] == 3  # topic names, topic relations, neighbours (+ their relations)
     assert trace["input_tokens"] > 0 and trace["output_tokens"] > 0
     assert trace["dropped_selections"] == 0 and trace["fallbacks"] == 0
@@ -113,7 +113,7 @@ INVENTED = {
     "entities_to_keep": lambda i: {"entities_to_keep": ["Nobody Atall"]},
     "kept_facts": lambda i: {"kept_facts": [["Made", "up", "fact"]]},
     "updated_memory": lambda i: {"updated_memory": ["too", "many", "notes"]},
-    "is_sufficient": lambda i: {"is_sufficient": True, "answer_names": ["Invented Person"]},
+    "answer_names": lambda i: {"answer_names": ["Invented Person"], "is_sufficient": True},
     "should_backtrack": lambda i: {"should_backtrack": True, "entities_to_resume": ["Ghost"]},
     "answer_entity": lambda i: {"answer_entity": "Invented Person"},
 }
