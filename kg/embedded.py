@@ -13,6 +13,23 @@ from kg.errors import KGError
 from kg.terms import RDF_LANG_STRING, RdfTerm
 
 META_FILE = "kgqa-store.json"
+# The relation index: one literal per entity listing the distinct relations around it, as
+# `>IRI` (outgoing) and `<IRI` (incoming) tokens, kept in a named graph of its own (queries
+# over the default graph never see it). Listing the relations of a frontier is then a lookup
+# of one short literal per entity instead of a scan of every edge of it, with no aggregation:
+# an actor with 300 films has two tokens, not 300 rows.
+RELATION_INDEX = "urn:kgqa:relation-index"
+RELATIONS_OF = "urn:kgqa:relations"
+_INDEX_UPDATE = f"""
+DROP SILENT GRAPH <{RELATION_INDEX}> ;
+INSERT {{ GRAPH <{RELATION_INDEX}> {{ ?e <{RELATIONS_OF}> ?tokens }} }}
+WHERE {{
+  SELECT ?e (GROUP_CONCAT(DISTINCT ?token; separator=" ") AS ?tokens) WHERE {{
+    {{ ?e ?r ?x . BIND(CONCAT(">", STR(?r)) AS ?token) }}
+    UNION
+    {{ ?x ?r ?e . FILTER(!isLiteral(?e)) BIND(CONCAT("<", STR(?r)) AS ?token) }}
+  }} GROUP BY ?e
+}}"""
 FORMATS = {"ntriples": ox.RdfFormat.N_TRIPLES, "turtle": ox.RdfFormat.TURTLE}
 
 
@@ -36,6 +53,7 @@ class EmbeddedStore:
     def __init__(self, store: ox.Store | None = None, *, path: Path | None = None) -> None:
         self.store = store if store is not None else ox.Store()
         self.path = path
+        self._indexed: bool | None = None  # unknown until asked (a store opened from disk may predate the index)
 
     @classmethod
     def open(cls, path: str | Path, *, create: bool = False) -> EmbeddedStore:
@@ -77,7 +95,20 @@ class EmbeddedStore:
                 yield ox.Quad(t.subject, t.predicate, t.object)
 
         self.store.bulk_extend(quads())
+        self.index_relations()
         return count
+
+    def index_relations(self) -> None:
+        """(Re)build the relation index from the default graph (`add_triples` and `load_file` do)."""
+        self.store.update(_INDEX_UPDATE)
+        self._indexed = True
+
+    @property
+    def relation_index(self) -> tuple[str, str] | None:
+        """(graph IRI, predicate IRI) of the relation index, or None for a store without one."""
+        if self._indexed is None:
+            self._indexed = self.store.contains_named_graph(ox.NamedNode(RELATION_INDEX))
+        return (RELATION_INDEX, RELATIONS_OF) if self._indexed else None
 
     def load_file(self, path: str | Path, *, format: str) -> None:
         """Parse an N-Triples or Turtle file straight into the store."""
@@ -89,9 +120,12 @@ class EmbeddedStore:
             self.store.bulk_load(path=str(path), format=rdf_format)
         except (SyntaxError, ValueError, OSError) as exc:
             raise KGError(f"cannot load {path}: {exc}") from exc
+        self.index_relations()
 
     def __len__(self) -> int:
-        return len(self.store)
+        """Triples in the default graph (the relation index is not counted)."""
+        index = self.store.quads_for_pattern(None, None, None, ox.NamedNode(RELATION_INDEX))
+        return len(self.store) - sum(1 for _ in index)
 
     # Metadata kept beside an on-disk store.
     def read_meta(self) -> dict:

@@ -150,6 +150,14 @@ class KnowledgeGraph:
 
         entity_of = {iri: e for e, iri in iris.items()}
         found: dict[str, list[Edge]] = defaultdict(list)
+        index = self._relation_index()
+        if index is not None:  # one literal per entity: filter directions (and skipped relations) here
+            rows = self._select(queries.indexed_relations(list(iris.values()), index=index, limit=len(iris)))
+            for row in rows:
+                entity = entity_of.get(row["e"].value)
+                if entity is not None:
+                    found[entity] += [e for e in self._edges(row["rs"].value) if e.direction in directions]
+            return _capped(found, cap * len(directions), keys=iris, cut=set())
         rows, _ = self._batched_rows(list(iris.values()), len(directions), query)
         for row in rows:
             entity, direction_of_row = entity_of.get(row["e"].value), Direction(row["d"].value)
@@ -180,7 +188,8 @@ class KnowledgeGraph:
         cap = self._cap(limit, self.max_neighbours)
         entity_iris = self._iris(s.entity for s in unique)
         relation_iris = {r: self.profile.relation_iri(r) for r in dict.fromkeys(s.relation for s in unique)}
-        name_predicates = self.profile.name_predicates if names else ()
+        from_ids = names and self.profile.names_are_ids
+        name_predicates = self.profile.name_predicates if names and not from_ids else ()
         only = unique[0] if len({(s.relation, s.direction) for s in unique}) == 1 else None
 
         def query(batch: list[Step], row_limit: int, ordered: bool) -> str:
@@ -197,6 +206,7 @@ class KnowledgeGraph:
                 skip_prefixes=self.profile.skip_iri_prefixes(),
                 skip_substrings=self.profile.skip_relation_substrings,
                 name_edges=only is None,  # every part of a split batch answers in the whole batch's shape
+                index=self._relation_index() if relations else None,
             )
 
         entity_of = {iri: e for e, iri in entity_iris.items()}
@@ -218,7 +228,10 @@ class KnowledgeGraph:
                 found[step][node] = rank
             if relations and not node.literal:
                 around[node.id].update(self._edges(row["rels"].value if "rels" in row else ""))
-        named = {step: [_with_name(node, rank) for node, rank in nodes.items()] for step, nodes in found.items()}
+        if from_ids:
+            named = {step: [n if n.literal else Node(n.id, name=n.id) for n in nodes] for step, nodes in found.items()}
+        else:
+            named = {step: [_with_name(node, rank) for node, rank in nodes.items()] for step, nodes in found.items()}
         result = _capped(named, cap, keys=unique, cut=cut)
         if relations:
             reached = {node.id for nodes in result.items.values() for node in nodes if not node.literal}
@@ -304,6 +317,10 @@ class KnowledgeGraph:
         first, cut_first = self._batched_rows(keys[:half], cap, query)
         second, cut_second = self._batched_rows(keys[half:], cap, query)
         return first + second, cut_first | cut_second
+
+    def _relation_index(self) -> tuple[str, str] | None:
+        """The backend's relation index (graph, predicate), if it keeps one (`EmbeddedStore` does)."""
+        return getattr(self.backend, "relation_index", None)
 
     def _cap(self, limit: int | None, default: int) -> int:
         return max(1, min(limit or default, self.max_rows - 1))

@@ -89,6 +89,9 @@ class KGProfile:
     # come in inverse pairs (Freebase: film.film.directed_by / film.director.film); wrong for MetaQA,
     # whose paths walk relations back (movie_to_actor_to_movie: 34% of 2-hop, all 3-hop questions).
     drops_pre_relations: bool = False
+    # An entity's id is its name (MetaQA mints ids from names, and labels them with the same
+    # string): what a walk reaches is named from its id, with no label lookup in the query.
+    names_are_ids: bool = False
     known_relations: tuple[str, ...] = field(default=())
     # Conversions are pure and hot (every id of every frontier, every IRI of every result), so
     # each profile remembers the last ones it made. Refusals (InvalidTermError) are not remembered.
@@ -167,6 +170,7 @@ METAQA = KGProfile(
     relations=PrefixCodec(KGQA_NS + "metaqa/relation/", re.compile(r"[a-z][a-z0-9_]*")),
     name_predicates=(RDFS_LABEL,),
     name_lang=None,
+    names_are_ids=True,
     known_relations=METAQA_RELATIONS,
 )
 

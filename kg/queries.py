@@ -75,6 +75,14 @@ def relations(
     )
 
 
+def indexed_relations(entity_iris: Sequence[str], *, index: tuple[str, str], limit: int) -> str:
+    """One row per entity with its relation-index literal (`>iri` / `<iri` tokens); see
+    `kg.embedded.RELATION_INDEX`. Skipped relations and unwanted directions are left to the caller."""
+    graph, predicate = map(sparql_iri, index)
+    values = _values("e", map(sparql_iri, entity_iris))
+    return f"SELECT ?e ?rs WHERE {{ {values} GRAPH {graph} {{ ?e {predicate} ?rs }} }} LIMIT {int(limit)}"
+
+
 def follow(
     groups: Mapping[tuple[str, Direction], Sequence[str]],
     *,
@@ -86,6 +94,7 @@ def follow(
     skip_prefixes: Sequence[str] = (),
     skip_substrings: Sequence[str] = (),
     name_edges: bool | None = None,
+    index: tuple[str, str] | None = None,
 ) -> str:
     """(entity, [relation, direction,] neighbour[, name][, rels]) rows; `groups` maps (relation IRI,
     direction) to the entity IRIs to follow it from.
@@ -94,7 +103,9 @@ def follow(
     predicates, each IRI neighbour comes with its names (OPTIONAL). With `relations_of_neighbours`,
     each IRI neighbour also comes with the relations around it, aggregated into ?rels as
     `>iri` (outgoing) and `<iri` (incoming) tokens: what the next depth of a walk asks first,
-    fetched in this round trip. `ordered` sorts before the LIMIT, which only matters when it cuts.
+    fetched in this round trip. With a relation `index` (graph, predicate), ?rels is that
+    entity's index literal, looked up rather than aggregated: no scan of its edges, no GROUP BY.
+    `ordered` sorts before the LIMIT, which only matters when it cuts.
     """
     single = len(groups) == 1 if name_edges is None else not name_edges
     blocks = []
@@ -109,6 +120,10 @@ def follow(
     order = f"ORDER BY {keys} " if ordered else ""
     if not relations_of_neighbours:
         return f"SELECT {keys}{named} WHERE {{ {where} {names} }} {order}LIMIT {int(limit)}"
+    if index is not None:
+        graph, predicate = map(sparql_iri, index)
+        around = f"OPTIONAL {{ GRAPH {graph} {{ ?n {predicate} ?rels }} }}"
+        return f"SELECT {keys}{named} ?rels WHERE {{ {where} {names} {around} }} {order}LIMIT {int(limit)}"
     skip = _relation_filter("r2", skip_prefixes, skip_substrings)
     around = (
         f'OPTIONAL {{ {{ ?n ?r2 ?x2 . BIND(CONCAT(">", STR(?r2)) AS ?rel) {skip} }} '

@@ -8,6 +8,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+import pyoxigraph as ox  # noqa: E402
 import pytest  # noqa: E402
 
 from data.demo import DEMO_KG  # noqa: E402
@@ -34,6 +35,15 @@ def demo_store() -> EmbeddedStore:
 
 
 @pytest.fixture(scope="session")
+def unindexed_demo_store() -> EmbeddedStore:
+    """The demo KG in a store without the relation index (as stores made before it): the scanning queries."""
+    store = EmbeddedStore()
+    store.store.bulk_load(path=str(DEMO_KG), format=ox.RdfFormat.N_TRIPLES)
+    assert store.relation_index is None
+    return store
+
+
+@pytest.fixture(scope="session")
 def virtuoso_server(tmp_path_factory):
     """A real Virtuoso on 127.0.0.1 (free ports, temp dir), bulk-loaded with the demo KG, stopped by PID."""
     if not virtuoso.available():
@@ -45,10 +55,13 @@ def virtuoso_server(tmp_path_factory):
     server.stop()
 
 
-@pytest.fixture(params=["embedded", "virtuoso"])
+@pytest.fixture(params=["embedded", "embedded-unindexed", "virtuoso"])
 def demo_kg(request, demo_store) -> KnowledgeGraph:
-    """The demo KG (Freebase profile) on the embedded store and on Virtuoso: one contract, two backends."""
+    """The demo KG (Freebase profile) on the embedded store (with and without its relation index)
+    and on Virtuoso: one contract, every backend and query shape."""
     if request.param == "embedded":
         return KnowledgeGraph(demo_store, profile="freebase")
+    if request.param == "embedded-unindexed":
+        return KnowledgeGraph(request.getfixturevalue("unindexed_demo_store"), profile="freebase")
     server = request.getfixturevalue("virtuoso_server")
     return KnowledgeGraph(SparqlEndpoint(server.url, timeout=10), profile="freebase")

@@ -1,0 +1,50 @@
+"""The embedded store's relation index: kept in step with the data, out of sight of queries."""
+
+from __future__ import annotations
+
+import pyoxigraph as ox
+
+from kg import Direction, Edge, EmbeddedStore, KnowledgeGraph
+from kg.embedded import RELATION_INDEX
+
+NS = "http://kgqa.local/metaqa/"
+
+
+def triple(s: str, r: str, o: str) -> ox.Triple:
+    return ox.Triple(ox.NamedNode(NS + "entity/" + s), ox.NamedNode(NS + "relation/" + r), ox.NamedNode(NS + "entity/" + o))
+
+
+def test_the_index_follows_every_addition():
+    store = EmbeddedStore()
+    store.add_triples([triple("Heathers", "written_by", "Daniel%20Waters")])
+    kg = KnowledgeGraph(store, profile="metaqa")
+    assert kg.relations(["Heathers"])["Heathers"] == (Edge("written_by", Direction.OUT),)
+    store.add_triples([triple("Heathers", "directed_by", "Michael%20Lehmann"), triple("Batman%20Returns", "written_by", "Daniel%20Waters")])
+    assert kg.relations(["Heathers"])["Heathers"] == (Edge("directed_by", Direction.OUT), Edge("written_by", Direction.OUT))
+    assert kg.relations(["Daniel Waters"])["Daniel Waters"] == (Edge("written_by", Direction.IN),)
+    reached = kg.follow([("Daniel Waters", "written_by", Direction.IN)], relations=True)
+    assert reached.around["Heathers"] == (Edge("directed_by", Direction.OUT), Edge("written_by", Direction.OUT))
+    assert reached.around["Batman Returns"] == (Edge("written_by", Direction.OUT),)
+
+
+def test_the_index_is_invisible_to_queries_and_counts(tmp_path):
+    store = EmbeddedStore.open(tmp_path / "store", create=True)
+    store.add_triples([triple("A", "r", "B"), triple("B", "r", "C")])
+    assert len(store) == 2
+    assert store.select("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")[0]["n"].value == "2"
+    assert store.relation_index is not None
+    store.write_meta(profile="metaqa")
+    del store
+    reopened = EmbeddedStore.open(tmp_path / "store")
+    assert reopened.relation_index == (RELATION_INDEX, "urn:kgqa:relations")
+
+
+def test_metaqa_names_what_it_reaches_from_ids():
+    store = EmbeddedStore()  # no labels at all: the metaqa profile's names are its ids
+    store.add_triples([triple("Heathers", "written_by", "Daniel%20Waters")])
+    kg = KnowledgeGraph(store, profile="metaqa")
+    (writer,) = kg.follow([("Heathers", "written_by", Direction.OUT)])[("Heathers", "written_by", Direction.OUT)]
+    assert writer.id == "Daniel Waters" and writer.name == "Daniel Waters"
+    generic = KnowledgeGraph(store, profile="generic")
+    (unnamed,) = generic.neighbours([NS + "entity/Heathers"], NS + "relation/written_by", direction=Direction.OUT).items.values()
+    assert unnamed[0].name is None
