@@ -11,6 +11,8 @@ import pytest
 from data.demo import split_path
 from data.jsonl import load_jsonl
 from kg import KnowledgeGraph
+from kgqa.lm.adapter import CompactChatAdapter
+from optimizers.teleprompters import Budget, compile_program
 from programs import KGQA
 from tests.programs.oracle import gold_oracle
 
@@ -85,3 +87,23 @@ def test_save_and_load_round_trip_gives_identical_behaviour(kg, train, tmp_path)
         runs.append((prediction.answers, prediction.paths, trace, lm.scripted.calls))
     assert runs[0] == runs[1]
     assert runs[0][2]["input_tokens"] > runs[2][2]["input_tokens"]  # the loaded demos are in the prompts
+
+
+def test_mipro_on_an_explicit_budget_proposes_instructions_and_keeps_the_best(kg, train):
+    lm = gold_oracle(train)
+    proposals = iter(f"Proposed instruction {n}: follow the gold relations." for n in range(1000))
+    lm.scripted.default = lambda inputs: {  # MIPROv2's proposer: dataset observations, then instructions
+        "observations": "Questions about films, their people, places and awards.",
+        "summary": "Film questions answered from a knowledge graph.",
+        "proposed_instruction": next(proposals),
+    }
+    budget = Budget(demos=1, candidates=2, trials=3, seed=0)
+    with dspy.context(lm=lm, adapter=CompactChatAdapter()):
+        compiled = compile_program(KGQA(kg), "mipro", trainset=train[:6], valset=train[6:10], metric=hit, budget=budget)
+        prediction = compiled(question=train[12].question, topic_entities=train[12].topic_entities)
+    assert lm.scripted.count("proposed_instruction") >= len(PREDICTORS)  # a new candidate for every step
+    original = {name: p.signature.instructions for name, p in KGQA(kg).named_predictors()}
+    chosen = {name: p.signature.instructions for name, p in compiled.named_predictors()}
+    assert set(chosen) == PREDICTORS
+    assert all(text == original[name] or text.startswith("Proposed instruction") for name, text in chosen.items())
+    assert set(prediction.answers) & set(train[12].answers)
