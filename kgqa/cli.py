@@ -92,7 +92,7 @@ def _compile(args: argparse.Namespace) -> int:
                 "train": args.train, "dev": args.dev}
     summaries = compile_to_dir(
         kg=kg, trainset=trainset, devset=devset, optimizer=args.optimizer, out=args.out, settings=settings,
-        walk=_walk_config(args), budget=Budget(demos=args.demos, seed=args.seed, threads=args.threads),
+        walk=_walk_config(args), budget=Budget(demos=args.demos, candidates=args.candidates, trials=args.trials, seed=args.seed, threads=args.threads),
         teacher=teacher, reflection=reflection, tracking_uri=args.tracking_uri, experiment=args.experiment,
         threads=args.threads, progress=not args.quiet,
     )
@@ -206,10 +206,12 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--dev", help="data spec measured before and after compiling")
     comp.add_argument("--kg", required=True, help="demo, embedded:DIR, metaqa:PATH/kb.txt, ntriples:PATH or an endpoint URL")
     comp.add_argument("--profile", choices=profiles)
-    comp.add_argument("--optimizer", default="bootstrap", help="none, labeled, bootstrap, bootstrap-rs, mipro-light, mipro-medium, gepa, simba")
+    comp.add_argument("--optimizer", default="bootstrap", help="none, labeled, bootstrap, bootstrap-rs, mipro, mipro-light, mipro-medium, gepa, simba")
     comp.add_argument("--teacher-lm", help="LM that bootstraps demos / proposes instructions (default: --lm)")
     comp.add_argument("--reflection-lm", help="LM for GEPA's reflection")
     comp.add_argument("--demos", type=int, default=2, help="bootstrapped demos per predictor")
+    comp.add_argument("--candidates", type=int, default=4, help="candidate programs (bootstrap-rs), instruction candidates (mipro)")
+    comp.add_argument("--trials", type=int, default=6, help="trials of --optimizer mipro (the presets set their own)")
     comp.add_argument("--seed", type=int, default=0)
     comp.add_argument("--out", required=True, type=Path, help="directory for program.json and config.json")
     _common(comp)
