@@ -56,15 +56,19 @@ class EmbeddedStore:
         self._indexed: bool | None = None  # unknown until asked (a store opened from disk may predate the index)
 
     @classmethod
-    def open(cls, path: str | Path, *, create: bool = False) -> EmbeddedStore:
+    def open(cls, path: str | Path, *, create: bool = False, read_only: bool = False) -> EmbeddedStore:
+        """The store in directory `path`. One process at a time may open it for writing (loading);
+        any number may open it `read_only` at once (evaluating, answering), while none writes."""
         path = Path(path)
         if not create and not (path / META_FILE).is_file():
             raise KGError(f"no kgqa store at {path} (create one with `kgqa kg load SOURCE --store {path}`)")
-        path.mkdir(parents=True, exist_ok=True)
+        if not read_only:
+            path.mkdir(parents=True, exist_ok=True)
         try:
-            return cls(ox.Store(str(path)), path=path)
-        except OSError as exc:
+            store = ox.Store.read_only(str(path)) if read_only else ox.Store(str(path))
+        except (OSError, RuntimeError) as exc:  # locked by a writer, or changed under a reader
             raise KGError(f"cannot open the store at {path}: {exc}") from exc
+        return cls(store, path=path)
 
     def describe(self) -> str:
         return f"embedded:{self.path}" if self.path else "embedded:memory"

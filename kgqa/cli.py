@@ -41,7 +41,7 @@ def _kg_stats(args: argparse.Namespace) -> int:
     from data.kb import store_stats
     from kg import EmbeddedStore, KnowledgeGraph
 
-    store = EmbeddedStore.open(args.store)
+    store = EmbeddedStore.open(args.store, read_only=True)
     meta = store.read_meta()
     kg = KnowledgeGraph(store, profile=args.profile or meta.get("profile", "generic"))
     stats = {"store": str(args.store), "profile": kg.profile.name, **store_stats(kg)}

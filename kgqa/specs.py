@@ -110,7 +110,7 @@ def open_kg(spec: str, *, profile: str | None = None):
     if not sep:
         raise SpecError(f"bad KG spec {spec!r}: expected demo, embedded:DIR, metaqa:PATH, ntriples:PATH or an http(s) URL")
     if kind == "embedded":
-        store = EmbeddedStore.open(source)
+        store = EmbeddedStore.open(source, read_only=True)
         return KnowledgeGraph(store, profile=profile or store.read_meta().get("profile", "generic"))
     if kind in {"metaqa", "ntriples", "turtle"}:
         from data.kb import build_store

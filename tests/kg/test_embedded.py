@@ -48,3 +48,14 @@ def test_metaqa_names_what_it_reaches_from_ids():
     generic = KnowledgeGraph(store, profile="generic")
     (unnamed,) = generic.neighbours([NS + "entity/Heathers"], NS + "relation/written_by", direction=Direction.OUT).items.values()
     assert unnamed[0].name is None
+
+
+def test_any_number_of_processes_may_read_a_store_at_once(tmp_path):
+    writer = EmbeddedStore.open(tmp_path / "store", create=True)
+    writer.add_triples([triple("A", "r", "B")])
+    writer.write_meta(profile="metaqa")
+    del writer  # pyoxigraph: reading while another process writes is undefined; loading comes first
+    readers = [EmbeddedStore.open(tmp_path / "store", read_only=True) for _ in range(2)]  # no lock taken
+    for reader in readers:
+        assert KnowledgeGraph(reader, profile="metaqa").relations(["A"])["A"] == (Edge("r", Direction.OUT),)
+        assert reader.relation_index is not None
