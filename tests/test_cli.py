@@ -22,7 +22,7 @@ def test_kg_load_then_stats(tmp_path):
     assert stats.returncode == 0, stats.stderr
     numbers = json.loads(stats.stdout)
     assert numbers["profile"] == "freebase" and numbers["triples"] > 500 and numbers["relations"] >= 20
-    assert numbers["load_seconds"] >= 0
+    assert numbers["load_seconds"] >= 0 and numbers["relation_index"] is True
 
 
 def test_user_errors_are_one_line_without_traceback(tmp_path):
