@@ -51,7 +51,7 @@ def _kg_stats(args: argparse.Namespace) -> int:
         print(json.dumps(stats))
     else:
         for key, value in stats.items():
-            print(f"{key:>13}: {value:,}" if isinstance(value, int) else f"{key:>13}: {value}")
+            print(f"{key:>14}: {value:,}" if type(value) is int else f"{key:>14}: {value}")
     return 0
 
 
