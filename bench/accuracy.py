@@ -19,6 +19,7 @@ seconds per question. Writes `table.md`, `accuracy_vs_tokens.png` and per-run JS
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import sys
@@ -33,7 +34,7 @@ from data.jsonl import load_jsonl  # noqa: E402
 from data.metaqa import kb_triples  # noqa: E402
 from kg import EmbeddedStore, KnowledgeGraph  # noqa: E402
 from optimizers import tracking  # noqa: E402
-from optimizers.evaluate import Summary, evaluate  # noqa: E402
+from optimizers.evaluate import Summary, evaluate, summarize  # noqa: E402
 from optimizers.teleprompters import Budget, compile_program  # noqa: E402
 from programs import KGQA, WalkConfig  # noqa: E402
 from programs.baselines import LLMOnly, SimilarityWalk  # noqa: E402
@@ -105,6 +106,33 @@ def plot(results: dict[tuple[str, int], Summary], path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+def _complete_records(path: Path) -> list[dict]:
+    """The whole records of a JSONL file, read only (a run may be appending to it)."""
+    if not path.exists():
+        return []
+    lines = path.read_bytes().split(b"\n")[:-1]  # the last piece is empty or being written
+    return list({r["id"]: r for r in map(json.loads, lines)}.values())
+
+
+def report(out: Path, systems: list[str], per_hop: int) -> int:
+    """The table and plot from the records on disk, for the (system, hop) pairs that are complete."""
+    results, missing = {}, []
+    for system in systems:
+        for hop in HOPS:
+            records = _complete_records(out / f"{system}-{hop}hop.jsonl")
+            if len(records) >= per_hop:
+                results[(system, hop)] = summarize(records[:per_hop])
+            else:
+                missing.append(f"{system} {hop}-hop ({len(records)}/{per_hop})")
+    markdown = table(results)
+    (out / "table.md").write_text(markdown + "\n")
+    plot(results, out / "accuracy_vs_tokens.png")
+    print(markdown)
+    if missing:
+        print("incomplete: " + ", ".join(missing))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--per-hop", type=int, default=30)
@@ -115,7 +143,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-llm-calls", type=int, default=24)
     parser.add_argument("--metaqa", type=Path, default=METAQA)
     parser.add_argument("--out", type=Path, default=Path("results/accuracy"))
+    parser.add_argument("--report", action="store_true", help="write the table and plot from the records so far; run nothing")
     args = parser.parse_args(argv)
+    if args.report:
+        return report(args.out, args.systems.split(","), args.per_hop)
 
     from kgqa.lm.adapter import CompactChatAdapter
     from kgqa.specs import make_lm
