@@ -10,8 +10,9 @@ For 1-, 2- and 3-hop MetaQA dev questions (`kb_exact` rows), a seeded sample per
   4 validation questions); DSPy's `light` preset runs about 80 trials for this 8-predictor
   program, about a thousand program runs: `mipro-light` runs it where the LM is fast enough.
 Per system and hop: Hits@1, Hit@any, F1, LLM calls, input and output tokens, SPARQL queries and
-seconds per question. Writes `table.md`, `accuracy_vs_tokens.png` and per-run JSONL records
-(rerunning resumes them) to the results directory, and logs it all to one MLflow run.
+seconds per question. Writes `table.md`, `accuracy_vs_tokens.png`, the compiled programs and
+per-run JSONL records (rerunning resumes them) to the results directory, and logs it all to one
+MLflow run. The reference run on the local LM is kept in `bench/results/accuracy-local/`.
 
     .venv/bin/python -m bench.accuracy --per-hop 30 [--systems llm-only,floor,uncompiled,bootstrap,mipro] [--lm local]
 """
@@ -22,6 +23,7 @@ import argparse
 import json
 import os
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -142,9 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-llm-calls", type=int, default=24)
     parser.add_argument("--metaqa", type=Path, default=METAQA)
-    parser.add_argument("--out", type=Path, default=Path("results/accuracy"))
+    parser.add_argument("--out", type=Path, help="results directory (default: bench/results/accuracy-LM, where the reference run lives)")
     parser.add_argument("--report", action="store_true", help="write the table and plot from the records so far; run nothing")
     args = parser.parse_args(argv)
+    args.out = args.out or Path(__file__).parent / "results" / f"accuracy-{re.sub(r'[^A-Za-z0-9_.-]+', '_', args.lm)}"
     if args.report:
         return report(args.out, args.systems.split(","), args.per_hop)
 
