@@ -20,7 +20,6 @@ MLflow run. The reference run on the local LM is kept in `bench/results/accuracy
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import re
@@ -36,7 +35,7 @@ from data.jsonl import load_jsonl  # noqa: E402
 from data.metaqa import kb_triples  # noqa: E402
 from kg import EmbeddedStore, KnowledgeGraph  # noqa: E402
 from optimizers import tracking  # noqa: E402
-from optimizers.evaluate import Summary, evaluate, summarize  # noqa: E402
+from optimizers.evaluate import Summary, evaluate, read_records, summarize  # noqa: E402
 from optimizers.teleprompters import Budget, compile_program  # noqa: E402
 from programs import KGQA, WalkConfig  # noqa: E402
 from programs.baselines import LLMOnly, SimilarityWalk  # noqa: E402
@@ -108,20 +107,12 @@ def plot(results: dict[tuple[str, int], Summary], path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
-def _complete_records(path: Path) -> list[dict]:
-    """The whole records of a JSONL file, read only (a run may be appending to it)."""
-    if not path.exists():
-        return []
-    lines = path.read_bytes().split(b"\n")[:-1]  # the last piece is empty or being written
-    return list({r["id"]: r for r in map(json.loads, lines)}.values())
-
-
 def report(out: Path, systems: list[str], per_hop: int) -> int:
     """The table and plot from the records on disk, for the (system, hop) pairs that are complete."""
     results, missing = {}, []
     for system in systems:
         for hop in HOPS:
-            records = _complete_records(out / f"{system}-{hop}hop.jsonl")
+            records = list(read_records(out / f"{system}-{hop}hop.jsonl", repair=False).values())
             if len(records) >= per_hop:
                 results[(system, hop)] = summarize(records[:per_hop])
             else:

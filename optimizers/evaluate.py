@@ -74,8 +74,9 @@ def record_for(example: dspy.Example, prediction: dspy.Prediction | None, error:
     }
 
 
-def read_records(path: Path) -> dict[str, dict]:
-    """Records by id; a last line cut short by a crash is removed from the file."""
+def read_records(path: Path, *, repair: bool = True) -> dict[str, dict]:
+    """Records by id. A last line cut short by a crash is removed from the file, unless `repair`
+    is off: a reader beside a running evaluation must not cut the line being written."""
     if not path.exists():
         return {}
     records, good = {}, 0
@@ -89,7 +90,7 @@ def read_records(path: Path) -> dict[str, dict]:
                 break
             records[record["id"]] = record
             good += len(line)
-    if good < path.stat().st_size:
+    if repair and good < path.stat().st_size:
         with path.open("r+b") as handle:
             handle.truncate(good)
     return records
