@@ -7,8 +7,9 @@ For 1-, 2- and 3-hop MetaQA dev questions (`kb_exact` rows), a seeded sample per
 - uncompiled: the program as written;
 - bootstrap, mipro: the program compiled on a disjoint sample of dev questions (all hops).
   `mipro` is MIPROv2 on an explicit small budget (3 instruction and demo candidates, 5 trials on
-  4 validation questions); DSPy's `light` preset runs about 80 trials for this 8-predictor
-  program, about a thousand program runs: `mipro-light` runs it where the LM is fast enough.
+  4 validation questions); DSPy's `light` preset runs 82 trials for this 8-predictor program
+  (2.5 h on those 4 questions at the 1.8 min a trial measured here): `mipro-light` runs it where
+  the LM is fast enough.
 Per system and hop: Hits@1, Hit@any, F1, LLM calls, input and output tokens, SPARQL queries and
 seconds per question. Writes `table.md`, `accuracy_vs_tokens.png`, the compiled programs and
 per-run JSONL records (rerunning resumes them) to the results directory, and logs it all to one

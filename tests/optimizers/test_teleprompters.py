@@ -36,3 +36,29 @@ def test_unknown_names_and_missing_reflection_lms_are_clear():
 def test_none_returns_the_program_unchanged():
     program = dspy.Predict("question -> answer")
     assert compile_program(program, "none", trainset=[]) is program
+
+
+@pytest.mark.parametrize("valset_size", [4, None])
+def test_mipro_light_runs_dspy_s_preset_end_to_end_on_a_small_valset(valset_size):
+    # 10 trials for one predictor (82 for KGQA's eight); under 50 validation questions, no minibatches
+    capitals = {"France": "Paris", "Japan": "Tokyo", "Peru": "Lima", "Kenya": "Nairobi", "Chile": "Santiago",
+                "Egypt": "Cairo", "Italy": "Rome", "Spain": "Madrid", "Ghana": "Accra", "Nepal": "Kathmandu"}
+    examples = [dspy.Example(country=c, capital=a).with_inputs("country") for c, a in capitals.items()]
+    proposals = iter(f"Proposed instruction {n}: name the capital city." for n in range(1000))
+    lm = scripted_lm(
+        {"capital": lambda inputs: {"capital": capitals.get(inputs["country"], "unknown")}},
+        default=lambda inputs: {  # MIPROv2's proposer: dataset observations, then instructions
+            "observations": "Countries and their capitals.", "summary": "Capitals.",
+            "proposed_instruction": next(proposals),
+        },
+    )
+    trainset, valset = (examples[:6], examples[6:]) if valset_size else (examples, None)
+    with dspy.context(lm=lm):
+        compiled = compile_program(
+            dspy.Predict("country -> capital"), "mipro-light", trainset=trainset, valset=valset,
+            metric=lambda example, prediction, trace=None: example.capital == prediction.capital,
+            budget=Budget(demos=1, seed=0),
+        )
+        assert compiled(country="Peru").capital == "Lima"
+    assert lm.scripted.count("capital") > 10 * len(valset or examples[2:])  # every trial scored the valset
+    assert lm.scripted.count("proposed_instruction") >= 1  # all score 1.0, so the default may stay
