@@ -1,10 +1,16 @@
-"""Prefix reuse on the local LM: the same program calls with the prefix-state cache on and off.
+"""Prefix reuse on the local LM: one realistic sequence of program calls, replayed with the
+prefix-state cache off and on.
 
-Runs the program (compiled, when `--program DIR` is given: its demos make long shared prefixes)
-on demo questions twice, on two fresh local engines: with KV-state reuse (llama.cpp's prefix
-cache plus its reuse of the previous prompt), and without (every call processes its whole
-prompt). Greedy decoding makes both runs issue the same calls. Prints per-call prompt tokens,
-tokens actually processed and seconds, and a last line `speedup=X` (seconds off / seconds on).
+The program (compiled, when `--program DIR` is given: its demos make long shared prefixes)
+answers demo questions on the local LM, and every request it sends is recorded. The recorded
+sequence is then replayed on two fresh engines: without KV-state reuse (every call processes its
+whole prompt) and with it (llama.cpp's prefix cache plus its reuse of the previous prompt).
+Replaying keeps the two sequences identical; two live runs drift apart, because reuse evaluates a
+prompt in other pieces, which changes its floating-point sums enough to flip a greedy token now
+and then, and the program's next calls follow its answers. A replayed call generates at most as
+many tokens as it did when recorded. Prints per mode the calls, prompt tokens and tokens actually
+processed per call, output tokens and seconds per call; the last line is `speedup=X` (seconds
+off / seconds on, over the same calls).
 
     .venv/bin/python -m bench.lm_prefix [--questions 3] [--program .kgqa/demo]
 """
@@ -12,9 +18,9 @@ tokens actually processed and seconds, and a last line `speedup=X` (seconds off 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
-import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -22,23 +28,46 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import dspy  # noqa: E402
 
 from kgqa.lm.adapter import CompactChatAdapter  # noqa: E402
-from kgqa.lm.local import local_lm  # noqa: E402
+from kgqa.lm.local import MODEL_NAME, LocalEngine  # noqa: E402
 from kgqa.specs import load_data, open_kg  # noqa: E402
 
 
-def run(reuse: bool, questions, program_dir) -> tuple[list[dict], list, float]:
+class Recorder:
+    """An engine that passes each request on and keeps it, with the output tokens it got."""
+
+    def __init__(self, engine) -> None:
+        self.engine = engine
+        self.requests: list[tuple[object, int]] = []
+
+    def __deepcopy__(self, memo: dict) -> Recorder:
+        return self
+
+    def complete(self, request):
+        response = self.engine.complete(request)
+        self.requests.append((request, response.usage.output_tokens))
+        return response
+
+
+def record(questions, program_dir) -> list[tuple[object, int]]:
     from programs import KGQA
     from programs.saving import load_program
 
     kg = open_kg("demo")
     program = load_program(program_dir, kg) if program_dir else KGQA(kg)
-    lm = local_lm(reuse_prefix=reuse)
-    start = time.perf_counter()
-    answers = []
+    recorder = Recorder(LocalEngine())
+    lm = dspy.LM(f"local/{MODEL_NAME}", engine=recorder, cache=False)
     with dspy.context(lm=lm, adapter=CompactChatAdapter()):
         for ex in questions:
-            answers.append(program(question=ex.question, topic_entities=ex.topic_entities).answers)
-    return lm.local_engine.stats.calls, answers, time.perf_counter() - start
+            program(question=ex.question, topic_entities=ex.topic_entities)
+    return recorder.requests
+
+
+def replay(requests, *, reuse: bool) -> list[dict]:
+    engine = LocalEngine(reuse_prefix=reuse)
+    for request, output_tokens in requests:
+        config = dataclasses.replace(request.config, max_tokens=max(1, output_tokens))
+        engine.complete(dataclasses.replace(request, config=config))
+    return engine.stats.calls
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,23 +75,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=3, help="demo test questions")
     parser.add_argument("--program", help="a compiled program directory (default: the uncompiled program)")
     args = parser.parse_args(argv)
-    questions = load_data(f"demo:test[0:{args.questions}]")
-    results = {}
+    requests = record(load_data(f"demo:test[0:{args.questions}]"), args.program)
+    seconds = {}
     for reuse in (False, True):
-        calls, answers, wall = run(reuse, questions, args.program)
-        results[reuse] = (calls, answers)
-        prompt = sum(c["prompt_tokens"] for c in calls)
-        processed = sum(c["processed_tokens"] for c in calls)
-        seconds = sum(c["seconds"] for c in calls)
+        calls = replay(requests, reuse=reuse)
+        n = len(calls)
+        seconds[reuse] = sum(c["seconds"] for c in calls)
         print(
-            f"prefix reuse {'on ' if reuse else 'off'}: {len(calls)} calls, prompt tokens {prompt / len(calls):.0f}/call, "
-            f"processed {processed / len(calls):.0f}/call, {seconds / len(calls):.2f} s/call, {wall:.1f} s in all"
+            f"prefix reuse {'on ' if reuse else 'off'}: {n} calls, "
+            f"prompt tokens {sum(c['prompt_tokens'] for c in calls) / n:.0f}/call, "
+            f"processed {sum(c['processed_tokens'] for c in calls) / n:.0f}/call, "
+            f"output tokens {sum(c['completion_tokens'] for c in calls)}, "
+            f"{seconds[reuse] / n:.2f} s/call, {seconds[reuse]:.1f} s in all",
+            flush=True,
         )
-    if results[False][1] != results[True][1]:
-        print("warning: the two runs answered differently", file=sys.stderr)
-    off = sum(c["seconds"] for c in results[False][0])
-    on = sum(c["seconds"] for c in results[True][0])
-    print(f"speedup={off / on:.2f}")
+    print(f"speedup={seconds[False] / seconds[True]:.2f}")
     return 0
 
 

@@ -33,27 +33,34 @@ def kg(demo_store):
     return KnowledgeGraph(demo_store, profile="freebase")
 
 
-def test_lm_faults_over_fifty_questions(kg, questions):
+def test_lm_faults_over_fifty_questions(kg, questions, tmp_path):
     """Garbage, truncated JSON, wrong types, invented names, exceptions and timeouts, on a fifth of
-    the calls: every question ends with a stop reason, and a question that met no fault answers right."""
-    lm = demo_oracle()
-    faulty = FaultyEngine(lm.scripted, rate=0.2, seed=7)
-    lm = dspy.LM("scripted/faulty", engine=faulty, cache=False, num_retries=0)
-    program = KGQA(kg)
-    untouched, hits = [], []
-    with dspy.context(lm=lm):
-        for ex in questions:
+    the calls of an evaluation run: every question gets a record with its stop reason or error, and
+    a question that met no fault answers right."""
+    faulty = FaultyEngine(demo_oracle().scripted, rate=0.2, seed=7)
+    faults_met: dict[str, int] = {}
+
+    class CountsFaults(KGQA):
+        def forward(self, question, topic_entities=None):
             before = sum(faulty.injected.values())
-            prediction = program(question=ex.question, topic_entities=ex.topic_entities)
-            assert prediction.trace["stop_reason"], ex.question
-            assert not {"made.up.relation", "Imaginary Person"} & set(prediction.answers)
-            hit = score_answers(prediction.answers, ex.answers, ex.aliases).hits1
-            hits.append(hit)
-            if sum(faulty.injected.values()) == before:
-                untouched.append(hit)
-    assert set(faulty.injected) == set(FAULTS) and sum(faulty.injected.values()) >= 40
+            try:
+                return super().forward(question, topic_entities)
+            finally:
+                faults_met[question] = sum(faulty.injected.values()) - before
+
+    with dspy.context(lm=dspy.LM("scripted/faulty", engine=faulty, cache=False, num_retries=0)):
+        summary = evaluate(CountsFaults(kg), questions, out=tmp_path / "p.jsonl", progress=False)
+    records = list(read_records(tmp_path / "p.jsonl").values())
+    injected = sum(faulty.injected.values())
+    print(f"injected={injected} {dict(faulty.injected)} questions={len(questions)} records={len(records)} "
+          f"met_a_fault={sum(1 for n in faults_met.values() if n)} errors={summary.errors} hits1={summary.hits1:.2f}")
+    assert set(faulty.injected) == set(FAULTS) and injected >= 40 and len(faults_met) == len(questions)
+    assert sorted(r["id"] for r in records) == sorted(ex.id for ex in questions)  # none lost, none twice
+    assert all(r["trace"].get("stop_reason") or r["error"] for r in records)
+    assert not any({"made.up.relation", "Imaginary Person"} & set(r["answers"]) for r in records)
+    untouched = [r["scores"]["hits1"] for r in records if not faults_met[r["question"]]]
     assert len(untouched) >= 10 and all(untouched)  # a question that met no fault answers right
-    assert sum(hits) / len(hits) >= 0.6  # and most of the others still do
+    assert summary.hits1 >= 0.6  # and most of the others still do
 
 
 def test_a_graph_that_is_down_before_the_run_gives_records_not_a_crash(questions, tmp_path):
