@@ -15,7 +15,6 @@ from kg import KnowledgeGraph, SparqlEndpoint, virtuoso
 from kg.virtuoso import free_port
 from kgqa.lm.faulty import FAULTS, FaultyEngine
 from optimizers.evaluate import evaluate, read_records
-from optimizers.metrics import score_answers
 from programs import KGQA
 from programs.saving import ProgramFileError, load_program, save_program
 from tests.kg.scripted_server import XML_OK, ScriptedServer
@@ -50,12 +49,14 @@ def test_lm_faults_over_fifty_questions(kg, questions, tmp_path):
 
     with dspy.context(lm=dspy.LM("scripted/faulty", engine=faulty, cache=False, num_retries=0)):
         summary = evaluate(CountsFaults(kg), questions, out=tmp_path / "p.jsonl", progress=False)
+    lines = (tmp_path / "p.jsonl").read_text().splitlines()
     records = list(read_records(tmp_path / "p.jsonl").values())
     injected = sum(faulty.injected.values())
     print(f"injected={injected} {dict(faulty.injected)} questions={len(questions)} records={len(records)} "
           f"met_a_fault={sum(1 for n in faults_met.values() if n)} errors={summary.errors} hits1={summary.hits1:.2f}")
     assert set(faulty.injected) == set(FAULTS) and injected >= 40 and len(faults_met) == len(questions)
-    assert sorted(r["id"] for r in records) == sorted(ex.id for ex in questions)  # none lost, none twice
+    assert len(lines) == len(questions)  # none twice
+    assert sorted(r["id"] for r in records) == sorted(ex.id for ex in questions)  # none lost
     assert all(r["trace"].get("stop_reason") or r["error"] for r in records)
     assert not any({"made.up.relation", "Imaginary Person"} & set(r["answers"]) for r in records)
     untouched = [r["scores"]["hits1"] for r in records if not faults_met[r["question"]]]
@@ -106,8 +107,9 @@ def test_virtuoso_dying_mid_run_loses_no_record(questions, tmp_path):
             summary = evaluate(StopsTheServer(kg), questions[:8], out=tmp_path / "p.jsonl", progress=False)
     finally:
         server.stop()
+    lines = (tmp_path / "p.jsonl").read_text().splitlines()
     records = list(read_records(tmp_path / "p.jsonl").values())
-    assert summary.questions == 8 and [r["id"] for r in records] == [ex.id for ex in questions[:8]]
+    assert len(lines) == 8 and summary.questions == 8 and [r["id"] for r in records] == [ex.id for ex in questions[:8]]
     assert all(r["trace"]["stop_reason"] != "kg_error" for r in records[:3])
     assert all(r["trace"]["stop_reason"] == "kg_error" and server.url in r["trace"]["error"] for r in records[3:])
 
