@@ -108,6 +108,14 @@ def plot(results: dict[tuple[str, int], Summary], path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+def write_outputs(results: dict[tuple[str, int], Summary], out: Path) -> tuple[Path, Path]:
+    """`table.md` and `accuracy_vs_tokens.png` in `out`; returns their paths, the table first."""
+    markdown, figure = out / "table.md", out / "accuracy_vs_tokens.png"
+    markdown.write_text(table(results) + "\n")
+    plot(results, figure)
+    return markdown, figure
+
+
 def report(out: Path, systems: list[str], per_hop: int) -> int:
     """The table and plot from the records on disk, for the (system, hop) pairs that are complete."""
     results, missing = {}, []
@@ -118,10 +126,7 @@ def report(out: Path, systems: list[str], per_hop: int) -> int:
                 results[(system, hop)] = summarize(records[:per_hop])
             else:
                 missing.append(f"{system} {hop}-hop ({len(records)}/{per_hop})")
-    markdown = table(results)
-    (out / "table.md").write_text(markdown + "\n")
-    plot(results, out / "accuracy_vs_tokens.png")
-    print(markdown)
+    print(write_outputs(results, out)[0].read_text(), end="")
     if missing:
         print("incomplete: " + ", ".join(missing))
     return 0
@@ -167,12 +172,10 @@ def main(argv: list[str] | None = None) -> int:
                 results[(system, hop)] = evaluate(program, test[hop], out=args.out / f"{system}-{hop}hop.jsonl")
                 tracking.log_metrics(f"{system}.{hop}hop.", results[(system, hop)].as_dict())
                 print(f"{system} {hop}-hop: Hits@1 {results[(system, hop)].hits1:.3f}", flush=True)
-        markdown = table(results)
-        (args.out / "table.md").write_text(markdown + "\n")
-        plot(results, args.out / "accuracy_vs_tokens.png")
-        tracking.log_artifact(args.out / "table.md")
-        tracking.log_artifact(args.out / "accuracy_vs_tokens.png")
-    print(markdown)
+        outputs = write_outputs(results, args.out)
+        for path in outputs:
+            tracking.log_artifact(path)
+    print(outputs[0].read_text(), end="")
     return 0
 
 
