@@ -18,7 +18,7 @@ from kg.errors import KGError  # noqa: E402
 
 def _user_errors() -> tuple[type[BaseException], ...]:
     """Errors a user can fix: printed as one line, no traceback unless --debug."""
-    from kgqa.lm.local import LocalModelError
+    from kgqa.lm.model import LocalModelError
     from kgqa.specs import SpecError
     from optimizers.workflow import LMUnreachable
     from programs.saving import ProgramFileError
@@ -58,13 +58,13 @@ def _kg_stats(args: argparse.Namespace) -> int:
 def _configure_lm(spec: str, args: argparse.Namespace):
     import dspy
 
-    from kgqa.lm.adapter import CompactChatAdapter
+    from kgqa.lm.adapter import ConstrainedJSONAdapter
     from kgqa.specs import make_lm
     from optimizers.workflow import check_lm
 
     lm = make_lm(spec, api_base=getattr(args, "api_base", None))
     check_lm(lm, spec)
-    dspy.configure(lm=lm, adapter=CompactChatAdapter())
+    dspy.configure(lm=lm, adapter=ConstrainedJSONAdapter())
     return lm
 
 
@@ -177,6 +177,18 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _doctor(args: argparse.Namespace) -> int:
+    from functools import partial
+
+    from kgqa import doctor
+
+    checks = tuple(partial(doctor.check_engine, threads=args.threads) if c is doctor.check_engine else c for c in doctor.CHECKS)
+    results = doctor.run_checks(checks, on_check=(lambda check: None) if args.json else (lambda check: print(check.line(), flush=True)))
+    if args.json:
+        print(json.dumps(doctor.summary(results)))
+    return 1 if doctor.failed(results) else 0
+
+
 def _common(parser: argparse.ArgumentParser, *, lm_default: str | None = "local") -> None:
     parser.add_argument("--lm", default=lm_default, help="local (default), a LiteLLM model such as openai/gpt-4o-mini, or py:MODULE:FACTORY")
     parser.add_argument("--api-base", help="base URL for --lm (vLLM, Ollama, ...); keys come from the environment")
@@ -237,6 +249,11 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--json", action="store_true", help="print answers, paths and trace as JSON")
     _common(ask, lm_default=None)
     ask.set_defaults(run=_ask)
+
+    doctor = commands.add_parser("doctor", help="check that this machine runs kgqa: packages, model, engine speed, KG, MLflow")
+    doctor.add_argument("--json", action="store_true", help="print one JSON object (engine_ok, prompt/generated tokens per s, checks)")
+    doctor.add_argument("--threads", type=int, help="llama.cpp threads for the engine check (default: all cores)")
+    doctor.set_defaults(run=_doctor)
 
     kg = commands.add_parser("kg", help="build and inspect embedded KG stores")
     kg_commands = kg.add_subparsers(dest="kg_command", required=True)

@@ -7,7 +7,7 @@ import os
 import dspy
 import pytest
 
-from kgqa.lm import local
+from kgqa.lm import local, model
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
@@ -17,8 +17,8 @@ def lm():
     try:
         import llama_cpp  # noqa: F401
 
-        local.model_path()
-    except (ImportError, local.LocalModelError) as exc:
+        model.model_path()
+    except (ImportError, model.LocalModelError) as exc:
         if IN_CI:
             pytest.fail(f"CI installs the local LM: {exc}")
         pytest.skip(f"local LM not installed: {exc}")
@@ -27,12 +27,12 @@ def lm():
 
 def test_the_assembled_model_is_the_recorded_file():
     try:
-        path = local.model_path()
-    except local.LocalModelError as exc:
+        path = model.model_path()
+    except model.LocalModelError as exc:
         if IN_CI:
             raise
         pytest.skip(str(exc))
-    assert path.stat().st_size == local.GGUF_SIZE
+    assert path.stat().st_size == model.GGUF_SIZE
     assert path.read_bytes()[:4] == b"GGUF"
 
 
@@ -66,6 +66,23 @@ def test_repeated_prefixes_are_not_processed_again(lm):
     assert all(c["prompt_tokens"] > 150 for c in (first, *later))
     # after the first call, the instructions' KV state comes from the prefix cache
     assert all(c["processed_tokens"] < c["prompt_tokens"] // 3 for c in later), lm.local_engine.stats.calls[-3:]
+
+
+def test_a_json_schema_constrains_the_local_model_to_the_candidates(lm):
+    from kgqa.lm.adapter import ConstrainedJSONAdapter, choices
+
+    class Pick(dspy.Signature):
+        """Pick the candidate that is a colour."""
+
+        candidates: list[str] = dspy.InputField()
+        picked: list[str] = dspy.OutputField()
+
+    offered = ["table", "crimson", "seven"]
+    signature = Pick.with_updated_fields("picked", type_=choices(offered, at_most=1))
+    with dspy.context(lm=lm, adapter=ConstrainedJSONAdapter()):
+        prediction = dspy.Predict(signature)(candidates=offered)
+    assert prediction.picked == ["crimson"]
+    assert lm.local_engine.stats.calls[-1]["completion_tokens"] < 20  # '{"picked": ["crimson"]}' and no more
 
 
 def test_the_compact_adapter_keeps_the_answer_short(lm):

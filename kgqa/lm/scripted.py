@@ -53,6 +53,7 @@ class ScriptedEngine:
         self.handlers = dict(handlers)
         self.default = default
         self.calls: list[tuple[str, dict[str, Any]]] = []  # (first output field, inputs), in call order
+        self.formats: list[dict | None] = []  # the response_format of each call (JSON schemas, when sent)
         self._lock = threading.Lock()
 
     def complete(self, request) -> Response:
@@ -63,6 +64,7 @@ class ScriptedEngine:
         key = outputs[0] if outputs else ""
         with self._lock:
             self.calls.append((key, inputs))
+            self.formats.append(getattr(request.config, "response_format", None))
         handler = self.handlers.get(key, self.default)
         if not outputs and handler is None:  # a plain prompt, not a signature (a health check)
             handler = lambda _: "OK"  # noqa: E731
@@ -84,9 +86,18 @@ class ScriptedEngine:
         return sum(1 for key, _ in self.calls if key == output_field)
 
 
-def scripted_lm(handlers: Mapping[str, Handler], *, default: Handler | None = None) -> dspy.LM:
-    """A `dspy.LM` answered by handlers; `lm.scripted` is its engine, which records every call."""
-    engine = ScriptedEngine(handlers, default=default)
+class ConstrainedScriptedEngine(ScriptedEngine):
+    """A scripted engine that declares JSON-schema output, as the local llama.cpp engine does:
+    a JSON adapter then sends each call's schema, which `formats` records."""
+
+    supports_response_schema = True
+    supported_params = frozenset({"temperature", "max_tokens", "stop", "response_format"})
+
+
+def scripted_lm(handlers: Mapping[str, Handler], *, default: Handler | None = None, constrained: bool = False) -> dspy.LM:
+    """A `dspy.LM` answered by handlers; `lm.scripted` is its engine, which records every call.
+    `constrained`: the engine declares JSON-schema output (as the local engine does)."""
+    engine = (ConstrainedScriptedEngine if constrained else ScriptedEngine)(handlers, default=default)
     lm = dspy.LM("scripted/kgqa", engine=engine, cache=False)
     lm.scripted = engine
     return lm
