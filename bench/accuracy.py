@@ -25,6 +25,7 @@ import os
 import random
 import re
 import sys
+import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -37,27 +38,38 @@ from data.metaqa import kb_triples  # noqa: E402
 from kg import EmbeddedStore, KnowledgeGraph  # noqa: E402
 from optimizers import tracking  # noqa: E402
 from optimizers.evaluate import Summary, evaluate, read_records, summarize  # noqa: E402
+from optimizers.metrics import gold_relation_paths  # noqa: E402
 from optimizers.teleprompters import Budget, compile_program  # noqa: E402
 from programs import KGQA, WalkConfig  # noqa: E402
 from programs.baselines import LLMOnly, SimilarityWalk  # noqa: E402
 from programs.saving import load_program, save_program  # noqa: E402
 
 METAQA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "metaqa"
-SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap", "mipro", "mipro-light")
-DEFAULT_SYSTEMS = SYSTEMS[:5]
-BUDGETS = {"bootstrap": Budget(demos=2), "mipro": Budget(demos=2, candidates=3, trials=5), "mipro-light": Budget(demos=2)}
+SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap", "bootstrap-rs", "mipro", "mipro-light")
+DEFAULT_SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap-rs")
+BUDGETS = {
+    "bootstrap": Budget(demos=3),
+    "bootstrap-rs": Budget(demos=3, candidates=2),  # 5 programs scored: zero-shot, labeled, unshuffled, 2 shuffles
+    "mipro": Budget(demos=2, candidates=3, trials=5),
+    "mipro-light": Budget(demos=2),
+}
+VALIDATION = {"bootstrap-rs": 15, "mipro": 4, "mipro-light": 4}  # compile questions held out to score candidates
 HOPS = (1, 2, 3)
 
 
 def samples(per_hop: int, train: int, seed: int, metaqa: Path):
-    """Disjoint seeded samples: `per_hop` test questions per hop, and `train` compile questions over all hops."""
-    rng = random.Random(seed)
+    """Disjoint seeded samples: `per_hop` test questions per hop, and `train` compile questions
+    (a third per hop) from the rest. The test questions are drawn as the first reference run drew
+    them (with 12 more per hop), so tables with the same seed compare the same questions."""
+    rng, draw = random.Random(seed), random.Random(f"compile-{seed}")
     test, pool = {}, []
     for hop in HOPS:
         rows = [ex for ex in load_jsonl(metaqa / "qa" / f"metaqa_{hop}hop_dev.jsonl") if ex.kb_exact]
-        chosen = rng.sample(rows, per_hop + train)
-        test[hop], pool = chosen[:per_hop], pool + chosen[per_hop:]
-    return test, rng.sample(pool, train)
+        test[hop] = rng.sample(rows, per_hop + 12)[:per_hop]
+        taken = {ex.id for ex in test[hop]}
+        share = train // len(HOPS) + (hop <= train % len(HOPS))
+        pool += draw.sample([ex for ex in rows if ex.id not in taken], share)
+    return test, draw.sample(pool, len(pool))
 
 
 def build(system: str, kg: KnowledgeGraph, trainset, out: Path, walk: WalkConfig, hop: int):
@@ -69,19 +81,41 @@ def build(system: str, kg: KnowledgeGraph, trainset, out: Path, walk: WalkConfig
         return KGQA(kg, config=walk)
     directory = out / f"program-{system}"
     if not (directory / "program.json").exists():  # compile once, reuse across hops and reruns
-        train, val = (trainset[:-4], trainset[-4:]) if system.startswith("mipro") else (trainset, None)
+        held = VALIDATION.get(system, 0)
+        train, val = (trainset[:-held], trainset[-held:]) if held else (trainset, None)
+        start = time.perf_counter()
         compiled = compile_program(KGQA(kg, config=walk), system, trainset=train, valset=val, budget=BUDGETS[system])
-        save_program(compiled, directory, settings={"kg": "metaqa", "optimizer": system})
+        minutes = (time.perf_counter() - start) / 60
+        save_program(compiled, directory, settings={"kg": "metaqa", "optimizer": system, "train": len(train),
+                                                     "valset": len(val or []), "compile_minutes": round(minutes, 1)})
+        print(f"compiled {system} on {len(train)} questions (+{len(val or [])} validation) in {minutes:.1f} min", flush=True)
     return load_program(directory, kg)
 
 
-def table(results: dict[tuple[str, int], Summary]) -> str:
-    head = "| system | hop | n | Hits@1 | Hit@any | F1 | LLM calls | in tokens | out tokens | SPARQL | s/q |"
+def stopped(records: list[dict], examples: dict) -> tuple[int, int, int]:
+    """Wrong answers (Hits@1 = 0) that stopped before, at and past the gold depth (relations walked)."""
+    early = at = past = 0
+    for record in records:
+        example = examples.get(record["id"])
+        gold = gold_relation_paths(example) if example is not None else []
+        if record["scores"]["hits1"] or not gold:
+            continue
+        walked = len(record["trace"].get("relation_path", []))
+        depth = min(len(g) for g in gold)
+        early, at, past = early + (walked < depth), at + (walked == depth), past + (walked > depth)
+    return early, at, past
+
+
+def table(results: dict[tuple[str, int], Summary], stops: dict[tuple[str, int], tuple[int, int, int]] | None = None) -> str:
+    head = ("| system | hop | n | Hits@1 | Hit@any | F1 | LLM calls | in tokens | out tokens | SPARQL | s/q mean | s/q median "
+            "| wrong: early / at / past gold depth |")
     lines = [head, "|---" * (head.count("|") - 1) + "|"]
     for (system, hop), s in results.items():
+        early, at, past = (stops or {}).get((system, hop), ("-", "-", "-"))
         lines.append(
             f"| {system} | {hop} | {s.questions} | {s.hits1:.3f} | {s.hit_any:.3f} | {s.f1:.3f} | {s.llm_calls:.1f} | "
-            f"{s.input_tokens:.0f} | {s.output_tokens:.0f} | {s.sparql_queries:.1f} | {s.seconds:.1f} |"
+            f"{s.input_tokens:.0f} | {s.output_tokens:.0f} | {s.sparql_queries:.1f} | {s.seconds:.1f} | {s.seconds_median:.1f} "
+            f"| {early} / {at} / {past} |"
         )
     return "\n".join(lines)
 
@@ -108,25 +142,26 @@ def plot(results: dict[tuple[str, int], Summary], path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
-def write_outputs(results: dict[tuple[str, int], Summary], out: Path) -> tuple[Path, Path]:
+def write_outputs(results: dict[tuple[str, int], Summary], out: Path, stops: dict | None = None) -> tuple[Path, Path]:
     """`table.md` and `accuracy_vs_tokens.png` in `out`; returns their paths, the table first."""
     markdown, figure = out / "table.md", out / "accuracy_vs_tokens.png"
-    markdown.write_text(table(results) + "\n")
+    markdown.write_text(table(results, stops) + "\n")
     plot(results, figure)
     return markdown, figure
 
 
-def report(out: Path, systems: list[str], per_hop: int) -> int:
+def report(out: Path, systems: list[str], per_hop: int, test: dict[int, list]) -> int:
     """The table and plot from the records on disk, for the (system, hop) pairs that are complete."""
-    results, missing = {}, []
+    results, stops, missing = {}, {}, []
     for system in systems:
         for hop in HOPS:
             records = list(read_records(out / f"{system}-{hop}hop.jsonl", repair=False).values())
             if len(records) >= per_hop:
                 results[(system, hop)] = summarize(records[:per_hop])
+                stops[(system, hop)] = stopped(records[:per_hop], {ex.id: ex for ex in test[hop]})
             else:
                 missing.append(f"{system} {hop}-hop ({len(records)}/{per_hop})")
-    print(write_outputs(results, out)[0].read_text(), end="")
+    print(write_outputs(results, out, stops)[0].read_text(), end="")
     if missing:
         print("incomplete: " + ", ".join(missing))
     return 0
@@ -135,20 +170,22 @@ def report(out: Path, systems: list[str], per_hop: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--per-hop", type=int, default=30)
-    parser.add_argument("--train", type=int, default=12, help="compile questions (disjoint from the test sample)")
+    parser.add_argument("--train", type=int, default=60, help="compile questions over all hops (disjoint from the test sample)")
     parser.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS), help=f"of {', '.join(SYSTEMS)}")
     parser.add_argument("--lm", default="local")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-llm-calls", type=int, default=24)
+    parser.add_argument("--max-llm-calls", type=int, default=WalkConfig.max_llm_calls)
     parser.add_argument("--metaqa", type=Path, default=METAQA)
     parser.add_argument("--out", type=Path, help="results directory (default: bench/results/accuracy-LM, where the reference run lives)")
     parser.add_argument("--report", action="store_true", help="write the table and plot from the records so far; run nothing")
     args = parser.parse_args(argv)
-    args.out = args.out or Path(__file__).parent / "results" / f"accuracy-{re.sub(r'[^A-Za-z0-9_.-]+', '_', args.lm)}"
+    seeded = f"-seed{args.seed}" if args.seed else ""
+    args.out = args.out or Path(__file__).parent / "results" / f"accuracy-{re.sub(r'[^A-Za-z0-9_.-]+', '_', args.lm)}{seeded}"
+    test, trainset = samples(args.per_hop, args.train, args.seed, args.metaqa)
     if args.report:
-        return report(args.out, args.systems.split(","), args.per_hop)
+        return report(args.out, args.systems.split(","), args.per_hop, test)
 
-    from kgqa.lm.adapter import CompactChatAdapter
+    from kgqa.lm.adapter import ConstrainedJSONAdapter
     from kgqa.specs import make_lm
 
     systems = [s for s in args.systems.split(",") if s]
@@ -159,20 +196,22 @@ def main(argv: list[str] | None = None) -> int:
     store = EmbeddedStore()
     store.add_triples(kb_triples(args.metaqa / "kb.txt"))
     kg = KnowledgeGraph(store, profile="metaqa")
-    test, trainset = samples(args.per_hop, args.train, args.seed, args.metaqa)
     walk = WalkConfig(max_llm_calls=args.max_llm_calls)
-    dspy.configure(lm=make_lm(args.lm), adapter=CompactChatAdapter())
+    dspy.configure(lm=make_lm(args.lm), adapter=ConstrainedJSONAdapter())
     results: dict[tuple[str, int], Summary] = {}
+    stops: dict[tuple[str, int], tuple[int, int, int]] = {}
     params = {"lm": args.lm, "per_hop": args.per_hop, "train": args.train, "seed": args.seed, "systems": args.systems,
               **{f"walk.{k}": v for k, v in walk.to_dict().items()}}
     with tracking.mlflow_run("bench accuracy", params=params):
         for system in systems:
             for hop in HOPS:
                 program = build(system, kg, trainset, args.out, walk, hop)
-                results[(system, hop)] = evaluate(program, test[hop], out=args.out / f"{system}-{hop}hop.jsonl")
+                records_path = args.out / f"{system}-{hop}hop.jsonl"
+                results[(system, hop)] = evaluate(program, test[hop], out=records_path)
+                stops[(system, hop)] = stopped(list(read_records(records_path).values()), {ex.id: ex for ex in test[hop]})
                 tracking.log_metrics(f"{system}.{hop}hop.", results[(system, hop)].as_dict())
                 print(f"{system} {hop}-hop: Hits@1 {results[(system, hop)].hits1:.3f}", flush=True)
-        outputs = write_outputs(results, args.out)
+        outputs = write_outputs(results, args.out, stops)
         for path in outputs:
             tracking.log_artifact(path)
     print(outputs[0].read_text(), end="")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextvars
 import json
 import os
+import statistics
 import threading
 import time
 from collections.abc import Sequence
@@ -35,6 +36,7 @@ class Summary:
     sparql_queries: float
     seconds: float
     errors: int
+    seconds_median: float = 0.0
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -50,6 +52,7 @@ class Summary:
             ("output tokens / q", f"{self.output_tokens:.0f}"),
             ("SPARQL queries / q", f"{self.sparql_queries:.1f}"),
             ("seconds / q", f"{self.seconds:.2f}"),
+            ("median s / q", f"{self.seconds_median:.2f}"),
             ("errors", f"{self.errors}"),
         ]
         width = max(len(k) for k, _ in rows)
@@ -114,6 +117,7 @@ def summarize(records: Sequence[dict]) -> Summary:
         sparql_queries=mean(r["trace"].get("sparql_queries", 0) for r in records),
         seconds=mean(r["seconds"] for r in records),
         errors=sum(1 for r in records if r["error"]),
+        seconds_median=statistics.median(r["seconds"] for r in records) if records else 0.0,
     )
 
 

@@ -1,4 +1,5 @@
-"""Answer metrics: Hits@1, Hit@any and answer-set precision / recall / F1.
+"""Answer metrics: Hits@1, Hit@any and answer-set precision / recall / F1; and the walk metric
+that also rewards the right relation path and depth where the data has them.
 
 Strings are compared as GCR and SQuAD compare them: lower-cased, punctuation and the articles
 a/an/the removed, whitespace collapsed; a prediction matches a gold answer (or one of its
@@ -92,3 +93,50 @@ def feedback(example, prediction, trace=None, pred_name=None, pred_trace=None) -
             text += f" The gold relation path is {path}."
     return dspy.Prediction(score=scores.hits1, feedback=text)
 
+
+
+def gold_relation_paths(example: dspy.Example) -> list[list[str]]:
+    """The gold relation paths of an example, relation ids only (directions differ between graphs):
+    the demo's `path`, MetaQA's `qtype`, RoG/CWQ's `ground_paths`; none when the data has none."""
+    path = getattr(example, "path", None)
+    if path:
+        return [[relation for relation, _ in path]]
+    qtype = getattr(example, "qtype", None)
+    if qtype:
+        from data.metaqa import qtype_path
+
+        try:
+            return [[relation for relation, _ in qtype_path(qtype)]]
+        except ValueError:
+            return []
+    ground = getattr(example, "ground_paths", None) or []
+    return [list(p) for p in ground if isinstance(p, (list, tuple)) and p]
+
+
+@dataclass(frozen=True)
+class WalkScores:
+    hits1: float
+    path: float | None  # the answer's relation path is a gold one; None without gold paths
+    depth: float | None  # it has a gold path's length
+
+
+def walk_scores(example: dspy.Example, prediction: dspy.Prediction) -> WalkScores:
+    hits1 = example_scores(example, prediction).hits1
+    gold = gold_relation_paths(example)
+    if not gold:
+        return WalkScores(hits1, None, None)
+    walked = [relation for relation, _ in (getattr(prediction, "trace", {}) or {}).get("relation_path", [])]
+    return WalkScores(hits1, float(walked in gold), float(len(walked) in {len(g) for g in gold}))
+
+
+def walk_metric(example: dspy.Example, prediction: dspy.Prediction, trace=None) -> float | bool:
+    """Hits@1 with intermediate labels. While bootstrapping (`trace` given) a walk counts only if it
+    is right all the way: the answer, the relation path and its depth, so the demos it leaves teach
+    the steps, when to stop included. Otherwise a graded score: half the answer, a quarter each
+    the path and the depth (just Hits@1 where the data has no gold path)."""
+    s = walk_scores(example, prediction)
+    if trace is not None:
+        return bool(s.hits1) and s.path in (None, 1.0)
+    if s.path is None:
+        return s.hits1
+    return 0.5 * s.hits1 + 0.25 * s.path + 0.25 * s.depth

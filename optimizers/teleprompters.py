@@ -1,17 +1,21 @@
-"""Teleprompters by name, with their budgets as options and a fixed seed.
+"""Teleprompters by name, with their budgets as options and a fixed seed. The default metric is
+`walk_metric`: Hits@1 with the gold relation path and depth as intermediate labels where the data
+has them, so bootstrapped demos come only from walks that were right at every step.
 
-Labeled demos stay off by default (`max_labeled_demos=0`): a raw training example holds only
-question and answers, which no intermediate step of the walk can use as a demo.
+Raw labeled demos stay off by default (`max_labeled_demos=0`): a raw training example holds only
+question and answers, which no intermediate step of the walk can use as a demo. Where the
+trainset has gold paths, examples carry their gold plan and `plan_demos` of them reach the plan step.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import dspy
 
-from optimizers.metrics import feedback, hits_at_1
+from optimizers.labels import interleave_depths, labeled_teacher, with_plan_labels
+from optimizers.metrics import feedback, walk_metric
 
 TELEPROMPTERS = ("none", "labeled", "bootstrap", "bootstrap-rs", "mipro", "mipro-light", "mipro-medium", "gepa", "simba")
 
@@ -21,6 +25,7 @@ class Budget:
     """Options shared by the teleprompters; each uses the ones that apply to it."""
 
     demos: int = 2  # bootstrapped demos per predictor
+    plan_demos: int = 6  # gold plans added to the plan step's demos, where the trainset has gold paths
     labeled: int = 0  # raw labeled demos per predictor
     rounds: int = 1
     candidates: int = 4  # candidate programs (bootstrap-rs), instruction and demo candidates (mipro), per step (simba)
@@ -33,7 +38,7 @@ class Budget:
 def make_teleprompter(
     name: str,
     *,
-    metric: Callable = hits_at_1,
+    metric: Callable = walk_metric,
     budget: Budget = Budget(),
     teacher: dspy.LM | None = None,
     reflection: dspy.LM | None = None,
@@ -101,18 +106,34 @@ def compile_program(
     *,
     trainset: Sequence[dspy.Example],
     valset: Sequence[dspy.Example] | None = None,
-    metric: Callable = hits_at_1,
+    metric: Callable = walk_metric,
     budget: Budget = Budget(),
     teacher: dspy.LM | None = None,
     reflection: dspy.LM | None = None,
 ) -> dspy.Module:
-    """Compile `program` with the named teleprompter; `none` returns it unchanged."""
+    """Compile `program` with the named teleprompter; `none` returns it unchanged. The bootstrap
+    teleprompters take their demos from a teacher that follows the gold relation paths where the
+    trainset has them (`optimizers.labels`), unless a teacher LM is given."""
+    kg = getattr(program, "kg", None)
+    labeled = teacher is None and name in {"bootstrap", "bootstrap-rs"} and labeled_teacher(trainset) is not None
+    if labeled:
+        teacher = labeled_teacher(trainset, kg=kg)
+        budget = replace(budget, labeled=budget.demos + budget.plan_demos)  # raw demos reach the plan step only
     teleprompter = make_teleprompter(
         name, metric=metric, budget=budget, teacher=teacher, reflection=reflection, train_size=len(trainset)
     )
     if teleprompter is None:
         return program
     trainset, valset = list(trainset), list(valset) if valset else None
+    if labeled:  # the first traces that pass become the demos: let them show every chain length
+        trainset = interleave_depths(with_plan_labels(trainset, kg=kg))
+    compiled = _run(teleprompter, name, program, trainset=trainset, valset=valset, budget=budget)
+    if labeled:
+        _drop_unusable_demos(compiled)
+    return compiled
+
+
+def _run(teleprompter, name: str, program: dspy.Module, *, trainset: list, valset: list | None, budget: Budget) -> dspy.Module:
     if name in {"labeled", "bootstrap"}:
         return teleprompter.compile(program, trainset=trainset)
     if name == "bootstrap-rs":
@@ -129,3 +150,11 @@ def compile_program(
     if name == "gepa":
         return teleprompter.compile(program, trainset=trainset, valset=valset or trainset)
     return teleprompter.compile(program, trainset=trainset, seed=budget.seed)
+
+
+def _drop_unusable_demos(program: dspy.Module) -> None:
+    """Raw labeled demos carrying a gold plan go to every step, and adapters skip them where they
+    hold none of a step's outputs; drop them there, so program.json holds only demos that are shown."""
+    for _, predictor in program.named_predictors():
+        outputs = predictor.signature.output_fields
+        predictor.demos = [d for d in predictor.demos if any(d.get(name) is not None for name in outputs)]

@@ -38,9 +38,12 @@ class LLMOnly(dspy.Module):
 
 
 class SimilarityWalk(KGQA):
-    """The walk with no LM at all: every choice is the embedding-similarity fallback (the trace counts
-    them as fallbacks), nothing is ever judged sufficient, so it goes to `config.depth` and answers
-    with the ends of its best trails."""
+    """The walk with no LM at all: told the hop count (its plan is `config.depth` hops), every
+    choice is the embedding-similarity fallback (the trace counts them as fallbacks), and it
+    answers with the ends of its best trails."""
+
+    def _plan(self, run: Run) -> tuple[list[str], list[str]]:
+        return [run.question] * run.config.depth, []
 
     def _call(self, run: Run, predictor: dspy.Predict, **inputs) -> None:
         return None

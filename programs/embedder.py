@@ -34,13 +34,19 @@ class Embedder:
                 self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
             return self._model
 
+    def similarities(self, query: str, texts: Sequence[str]) -> list[float]:
+        """Cosine similarity of each text to `query`."""
+        if not texts:
+            return []
+        vectors = self.model.encode([query, *texts], normalize_embeddings=True, convert_to_numpy=True)
+        return [float(score) for score in vectors[1:] @ vectors[0]]
+
     def rank(self, query: str, texts: Sequence[str]) -> list[int]:
         """Indices of `texts`, most similar to `query` first (ties keep their order)."""
         if len(texts) <= 1:
             return list(range(len(texts)))
-        vectors = self.model.encode([query, *texts], normalize_embeddings=True, convert_to_numpy=True)
-        scores = vectors[1:] @ vectors[0]
-        return sorted(range(len(texts)), key=lambda i: (-float(scores[i]), i))
+        scores = self.similarities(query, texts)
+        return sorted(range(len(texts)), key=lambda i: (-scores[i], i))
 
     def top(self, query: str, texts: Sequence[str], k: int) -> list[str]:
         return [texts[i] for i in self.rank(query, texts)[:k]]

@@ -1,13 +1,25 @@
-"""KGQA: Plan-on-Graph style question answering over a knowledge graph, every LLM step a DSPy predictor.
+"""KGQA: a plan-driven walk over a knowledge graph, every LLM step a DSPy predictor.
 
-    decompose -> topic entities (given, or linked by label) -> per depth:
-        relations of the frontier -> relation prune -> neighbours -> entity prune ->
-        fact filter -> memory update -> sufficiency -> (reflection) -> next depth
-    -> answers from the best trails (path answer extraction), ranked
+    topic entities (given, or linked by label) -> plan (how many hops, what each reaches,
+    conditions on the answer) -> per planned hop:
+        relations of the frontier -> relation prune (one constrained choice per group of
+        entities offered the same relations) -> neighbours (CVT nodes stepped through) ->
+        entity prune (only when the answer has conditions) -> (reflection, only at a dead end)
+    -> judge: did the last hop reach the asked kind? if not, one hop more -> answers ranked
 
-The graph is read through `kg.KnowledgeGraph` (one query per frontier). LLM calls are spent
-only where a decision exists, every selection is checked against its candidates, and a model
-that fails or answers garbage falls back to embedding similarity over real candidates.
+| step | method | predictor | signature | file |
+|---|---|---|---|---|
+| plan | `_plan` | `plan` | `Plan` | signatures/plan.py |
+| relation prune | `_choose_relations` | `prune_relations` | `PruneRelations` | signatures/prune.py |
+| entity prune | `_choose_entities` | `prune_entities` | `PruneEntities` | signatures/prune.py |
+| sufficiency | `_judge` | `judge` | `JudgeSufficiency` | signatures/answer.py |
+| reflection | `_reflect` | `reflect` | `Reflect` | signatures/reflect.py |
+
+The plan, not an open "is this enough?" at every depth, decides how far the walk goes: a small
+model asked that at every depth stops early. Choices are typed as the candidates offered
+(`kgqa.lm.adapter.choices`), so an LM that takes a JSON schema cannot invent or over-select
+one; every selection is still checked against its candidates, calls are made only where a
+decision exists, and a failed or unusable step falls back to embedding similarity.
 """
 
 from __future__ import annotations
@@ -16,27 +28,21 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Annotated
 
 import dspy
+import pydantic
 
 from data.examples import MAX_QUESTION_CHARS
 from kg import Edge, KGError, KnowledgeGraph, Node, Step
 from kg.errors import InvalidTermError
+from kgqa.lm.adapter import choices
 from programs import render
 from programs.config import WalkConfig
 from programs.embedder import Embedder
 from programs.selection import select
-from programs.trails import Fact, Hop, Trail
-from signatures import (
-    Decompose,
-    ExtractPathAnswer,
-    FilterFacts,
-    JudgeSufficiency,
-    PruneEntities,
-    PruneRelations,
-    Reflect,
-    UpdateMemory,
-)
+from programs.trails import Hop, Trail
+from signatures import JudgeSufficiency, Plan, PruneEntities, PruneRelations, Reflect
 
 _BRACKETED = re.compile(r"\[([^\[\]]{1,200})\]")
 
@@ -49,14 +55,12 @@ class Run:
     kg: KnowledgeGraph
     config: WalkConfig
     topics: list[Node] = field(default_factory=list)
-    sub_objectives: list[str] = field(default_factory=list)
-    memory: list[str] = field(default_factory=list)
-    facts: list[Fact] = field(default_factory=list)  # carried into memory and judgement
-    offered: set[Fact] = field(default_factory=set)  # every fact ever put before the fact filter
+    hop_targets: list[str] = field(default_factory=list)  # the plan: what each hop reaches
+    conditions: list[str] = field(default_factory=list)  # the plan: what the answer must satisfy
     seen: dict[str, Trail] = field(default_factory=dict)
     final: list[Trail] = field(default_factory=list)
-    judged: list[str] = field(default_factory=list)
     depth: int = 0
+    extended: int = 0  # hops added beyond the plan (the judge found it short)
     llm_calls: int = 0
     llm_failures: int = 0
     fallbacks: int = 0
@@ -71,7 +75,7 @@ class Run:
         return {t.id for t in self.topics}
 
     def stop(self, reason: str, error: str | None = None) -> None:
-        self.stop_reason = "llm_budget" if self.budget_hit and reason != "sufficient" else reason
+        self.stop_reason = "llm_budget" if self.budget_hit and not self.final else reason
         self.error = error
 
 
@@ -100,14 +104,11 @@ class KGQA(dspy.Module):
         self.kg = kg
         self.config = config or WalkConfig()
         self.embedder = embedder or Embedder()
-        self.decompose = dspy.Predict(Decompose)
+        self.plan = dspy.Predict(Plan)
         self.prune_relations = dspy.Predict(PruneRelations)
         self.prune_entities = dspy.Predict(PruneEntities)
-        self.filter_facts = dspy.Predict(FilterFacts)
-        self.update_memory = dspy.Predict(UpdateMemory)
         self.judge = dspy.Predict(JudgeSufficiency)
         self.reflect = dspy.Predict(Reflect)
-        self.extract_answer = dspy.Predict(ExtractPathAnswer)
 
     # -- the algorithm -----------------------------------------------------------------------
 
@@ -130,29 +131,32 @@ class KGQA(dspy.Module):
         run.topics, problem = self._topics(run, topic_entities)
         if not run.topics:
             return run.stop("no_topic_entity", error=problem)
-        run.sub_objectives = self._decompose(run)
-        run.memory = ["unknown"] * len(run.sub_objectives)
+        run.hop_targets, run.conditions = self._plan(run)
         frontier = [Trail(topic) for topic in run.topics]
         relations = dict(run.kg.relations(run.topic_ids).items)
-        for depth in range(1, run.config.depth + 1):
-            run.depth = depth
+        hops = len(run.hop_targets)
+        while run.depth < hops:
+            run.depth += 1
             relations.update(self._missing_relations(run, frontier, relations))
             steps = self._choose_relations(run, frontier, relations)
-            if not steps:
-                return run.stop("half_stop")
-            candidates, relations = self._follow(run, steps, more=depth < run.config.depth)
-            kept = self._choose_entities(run, candidates)
-            if not kept:
-                return run.stop("half_stop")
-            run.final = kept
-            new_facts = self._recall(run, kept)
-            self._remember(run, new_facts)
-            if self._sufficient(run):
-                return run.stop("sufficient")
-            frontier = self._beam(run, kept) + self._reflect(run, kept)
+            kept: list[Trail] = []
+            if steps:
+                candidates, relations = self._follow(run, steps, more=True)
+                kept = self._choose_entities(run, candidates)
+            if not kept:  # a dead end: resume from entities passed a hop before, or stop
+                resumed = self._reflect(run, frontier)
+                if resumed:
+                    frontier, run.depth = resumed, run.depth - 1  # take this hop again from them
+                    continue
+                # with nothing to resume from, the plan went a hop too far: the last hop reached answers
+                return run.stop("plan_shortened" if run.final else "dead_end")
+            run.final, frontier = kept, self._beam(run, kept)
+            if run.config.judge and run.depth == hops and run.depth < run.config.depth and not self._judge(run):
+                hops += 1  # the plan was short: the judge found the walk one hop before the asked kind
+                run.extended += 1
             if run.budget_hit:
                 return run.stop("llm_budget")
-        run.stop("depth_exhausted")
+        run.stop("plan_done")
 
     # -- steps -------------------------------------------------------------------------------
 
@@ -183,10 +187,17 @@ class KGQA(dspy.Module):
         topics = [Node(e, name=label) for label in chosen for e in linked[label]]
         return topics, None if topics else "no entity of the question was found in the KG by its name"
 
-    def _decompose(self, run: Run) -> list[str]:
-        out = self._call(run, self.decompose, question=run.question)
-        objectives = [o.strip() for o in (out.sub_objectives if out else []) if isinstance(o, str) and o.strip()]
-        return objectives[:5] or [run.question]
+    def _plan(self, run: Run) -> tuple[list[str], list[str]]:
+        """What each hop reaches and what the answer must satisfy; one hop when the plan is unusable."""
+        depth = run.config.depth
+        signature = self.plan.signature.with_updated_fields("hop_targets", type_=_at_most(list[str], depth))
+        out = self._call(run, self.plan, signature=signature, question=run.question,
+                         topic=render.several([t.label for t in run.topics]))
+        targets = [t.strip() for t in (out.hop_targets if out else []) if isinstance(t, str) and t.strip()]
+        conditions = [c.strip() for c in (out.answer_constraints if out else []) if isinstance(c, str) and c.strip()]
+        if not targets:
+            run.fallbacks += 1
+        return targets[:depth] or [run.question], conditions[:3]
 
     def _missing_relations(self, run: Run, frontier: list[Trail], known: dict) -> dict:
         """Relations of frontier entities not fetched with the last hop (ones brought back by reflection)."""
@@ -194,30 +205,42 @@ class KGQA(dspy.Module):
         return dict(run.kg.relations(missing).items) if missing else {}
 
     def _choose_relations(self, run: Run, frontier: list[Trail], relations: dict) -> list[tuple[Trail, Edge, float]]:
-        """Relations to follow from each frontier entity. Entities offered the same candidates
-        (films of one director, say) share one decision, so a wide frontier is not a call per entity."""
+        """Relations that take this hop of the plan: one decision for the whole frontier, over every
+        relation some frontier entity offers (the hop looks for one kind of thing, whichever entity
+        it starts from), listed most similar to the hop's target first; each chosen relation is
+        followed from the entities that offer it."""
         drop_back = run.kg.profile.drops_pre_relations
-        offers: dict[tuple[str, ...], tuple[dict[str, Edge], list[Trail]]] = {}
+        offered: dict[str, Edge] = {}
+        by_trail: list[tuple[Trail, set[str]]] = []
         for trail in frontier:
             back = drop_back and trail.arrival and Edge(trail.arrival.relation, trail.arrival.direction.reverse)
             labels = {render.relation_label(e): e for e in relations.get(trail.end.id, ()) if e != back}
-            offers.setdefault(tuple(labels), (labels, []))[1].append(trail)
-        chosen = []
-        for labels, trails in offers.values():
-            picked = self._pick(
-                run,
-                self.prune_relations,
-                offered="candidate_relations",
-                chosen="relations_to_follow",
-                candidates=list(labels),
-                limit=run.config.relations_per_entity,
-                query=" ".join([run.question, *run.sub_objectives]),
-                question=run.question,
-                sub_objectives=run.sub_objectives,
-                entity=render.several([render.node_label(t.end) for t in trails]),
-            )
-            chosen += [(trail, labels[label], score) for trail in trails for label, score in picked]
-        return chosen
+            offered.update(labels)
+            by_trail.append((trail, set(labels)))
+        target = self._hop_target(run)
+        names = sorted(offered)
+        scores = dict(zip(names, self.embedder.similarities(target, [render.relation_words(name) for name in names])))
+        candidates = sorted(names, key=lambda name: (-scores[name], name))
+        if _clear(candidates, scores, run.config):  # the target names its relation: no decision to make
+            return [(trail, offered[candidates[0]], 1.0) for trail, labels in by_trail if candidates[0] in labels]
+        picked = self._pick(
+            run,
+            self.prune_relations,
+            offered="candidate_relations",
+            chosen="relations_to_follow",
+            candidates=candidates,
+            limit=run.config.relations_per_entity,
+            query=f"{target} {run.question}",
+            question=run.question,
+            plan=run.hop_targets,
+            hop=f"hop {run.depth} of {max(run.depth, len(run.hop_targets))}: {target}",
+            entity=render.several([render.node_label(t.end) for t in frontier]),
+        )
+        return [(trail, offered[label], score) for label, score in picked for trail, labels in by_trail if label in labels]
+
+    def _hop_target(self, run: Run) -> str:
+        """What the plan says this hop reaches ('one hop further' past a plan the judge found short)."""
+        return run.hop_targets[run.depth - 1] if run.depth <= len(run.hop_targets) else "one hop further"
 
     def _follow(self, run: Run, steps: list[tuple[Trail, Edge, float]], *, more: bool) -> tuple[list[Candidates], dict]:
         """Neighbours of every chosen step in one query; unnamed (CVT) nodes are stepped through."""
@@ -262,32 +285,50 @@ class KGQA(dspy.Module):
                     group.members += [(prefix, n) for n in nodes]
         return list(groups.values())
 
+    def _choose_compounds(self, run: Run, groups: list[Candidates]) -> list[Candidates]:
+        """Through a nameless (CVT) node a chosen relation fans out into several compound ones
+        (`film.film.starring -> film.performance.actor`, `... -> film.performance.character`):
+        one constrained choice among them per first relation, none where there is one."""
+        by_first: dict[Edge, list[Candidates]] = defaultdict(list)
+        for group in groups:
+            if len(group.edges) > 1:
+                by_first[group.edges[0]].append(group)
+        dropped: set[tuple[Edge, ...]] = set()
+        target = self._hop_target(run)
+        for first, through in by_first.items():
+            labels = {" -> ".join(map(render.relation_label, g.edges)): g.edges for g in through}
+            picked = self._pick(
+                run,
+                self.prune_relations,
+                offered="candidate_relations",
+                chosen="relations_to_follow",
+                candidates=list(labels),
+                limit=run.config.relations_per_entity,
+                query=f"{run.question} {target}",
+                question=run.question,
+                plan=run.hop_targets,
+                hop=f"hop {run.depth}, through {render.relation_label(first)}: {target}",
+                entity=render.several([render.node_label(g.trail.end) for g in through]),
+            )
+            keep = {labels[label] for label, _ in picked}
+            dropped |= set(labels.values()) - keep
+        return [g for g in groups if g.edges not in dropped]
+
     def _choose_entities(self, run: Run, groups: list[Candidates]) -> list[Trail]:
-        """Entities to keep, one decision per (compound) relation across the whole frontier."""
+        """Entities to keep. Every one, unless the answer has conditions and this is the plan's last
+        hop: then one constrained decision per (compound) relation across the whole frontier."""
+        groups = self._choose_compounds(run, groups)
+        prune = bool(run.conditions) and run.depth >= len(run.hop_targets)
         by_edges: dict[tuple[Edge, ...], list[Candidates]] = defaultdict(list)
         for group in groups:
             by_edges[group.edges].append(group)
         kept: list[Trail] = []
         for edges, same in by_edges.items():
             nodes = list(dict.fromkeys(n for group in same for _, n in group.members))
-            by_label: dict[str, list[Node]] = defaultdict(list)
-            for node in nodes:
-                if not node.literal:
-                    by_label[render.node_label(node)].append(node)
-            ends = render.several([render.node_label(g.trail.end) for g in same])
-            picked = self._pick(
-                run,
-                self.prune_entities,
-                offered="candidate_entities",
-                chosen="entities_to_keep",
-                candidates=list(by_label),
-                limit=run.config.entities_per_relation,
-                query=run.question,
-                question=run.question,
-                relation_walked=" -> ".join([ends, *map(render.relation_label, edges)]),
-            )
-            chosen = dict((node, score) for label, score in picked for node in by_label[label])
-            chosen.update((node, 1.0) for node in nodes if node.literal)  # values pass without pruning
+            if prune:
+                chosen = self._prune_entities(run, edges, same, nodes)
+            else:
+                chosen = {node: 1.0 for node in nodes}
             for group in same:
                 for prefix, node in group.members:
                     hops = prefix + (Hop(edges[-1].relation, edges[-1].direction, node),)
@@ -297,59 +338,34 @@ class KGQA(dspy.Module):
                         kept.append(trail)
         return sorted(kept, key=lambda t: (-t.score, render.path_text(t)))
 
-    def _recall(self, run: Run, kept: list[Trail]) -> list[Fact]:
-        """The new facts worth carrying (HippoRAG's recognition memory); all of them when few."""
-        new = [f for f in dict.fromkeys(f for t in kept for f in t.facts()) if f not in run.offered]
-        run.offered.update(new)
-        limit = run.config.facts_kept
-        if len(new) > limit:
-            triples = [render.fact_triple(f) for f in new]
-            texts = [" | ".join(t) for t in triples]
-            out = self._call(run, self.filter_facts, question=run.question, candidate_facts=triples, max_facts=limit)
-            outputs = [" | ".join(map(str, t)) for t in (out.kept_facts if out else []) if isinstance(t, (list, tuple))]
-            selection = select(outputs, texts, cutoff=run.config.snap_cutoff, limit=limit)
-            run.dropped += selection.dropped
-            if selection.kept:
-                new = [new[texts.index(text)] for text in selection.kept]
-            else:
-                run.fallbacks += 1
-                new = [new[texts.index(text)] for text in self.embedder.top(run.question, texts, limit)]
-        run.facts += new
-        return new
-
-    def _remember(self, run: Run, new_facts: list[Fact]) -> None:
-        if not new_facts:
-            return
-        out = self._call(
+    def _prune_entities(self, run: Run, edges: tuple[Edge, ...], same: list[Candidates], nodes: list[Node]) -> dict[Node, float]:
+        by_label: dict[str, list[Node]] = defaultdict(list)
+        for node in nodes:
+            if not node.literal:
+                by_label[render.node_label(node)].append(node)
+        ends = render.several([render.node_label(g.trail.end) for g in same])
+        picked = self._pick(
             run,
-            self.update_memory,
+            self.prune_entities,
+            offered="candidate_entities",
+            chosen="entities_to_keep",
+            candidates=list(by_label),
+            limit=run.config.entities_per_relation,
+            query=f"{run.question} {' '.join(run.conditions)}",
             question=run.question,
-            sub_objectives=run.sub_objectives,
-            memory=run.memory,
-            new_facts=[render.fact_text(f) for f in new_facts],
+            conditions=run.conditions,
+            relation_walked=" -> ".join([ends, *map(render.relation_label, edges)]),
         )
-        notes = [n for n in (out.updated_memory if out else []) if isinstance(n, str)]
-        if len(notes) == len(run.sub_objectives):
-            run.memory = notes
-        elif out is not None:
-            run.dropped.append(f"memory with {len(notes)} notes for {len(run.sub_objectives)} sub-objectives")
+        chosen = {node: score for label, score in picked for node in by_label[label]}
+        chosen.update((node, 1.0) for node in nodes if node.literal)  # values pass without pruning
+        return chosen
 
-    def _sufficient(self, run: Run) -> bool:
-        out = self._call(
-            run,
-            self.judge,
-            question=run.question,
-            memory_notes=run.memory,
-            known_facts=[render.fact_text(f) for f in run.facts],
-        )
-        if out is None or out.is_sufficient is not True:
-            return False
-        grounded = sorted({render.node_label(n) for f in run.facts for n in (f.subject, f.object) if n.literal or n.name})
-        grounded = [g for g in grounded if g not in {t.label for t in run.topics}]
-        selection = select(out.answer_names or [], grounded, cutoff=run.config.snap_cutoff)
-        run.dropped += selection.dropped
-        run.judged = selection.kept
-        return bool(selection.kept)
+    def _judge(self, run: Run) -> bool:
+        """Did the last planned hop reach what the question asks for? True when unsure (no call, a failed one)."""
+        best = run.final[0]
+        reached = list(dict.fromkeys(render.node_label(t.end) for t in run.final))[: run.config.judge_shown]
+        out = self._call(run, self.judge, question=run.question, reasoning_path=render.path_text(best), reached_entities=reached)
+        return out is None or out.reached_answer is not False
 
     def _beam(self, run: Run, kept: list[Trail]) -> list[Trail]:
         """The best trails to go on from: one per entity, literals excluded, best scores first."""
@@ -359,73 +375,42 @@ class KGQA(dspy.Module):
                 frontier[trail.end.id] = trail
         return list(frontier.values())[: run.config.beam_width]
 
-    def _reflect(self, run: Run, kept: list[Trail]) -> list[Trail]:
-        """Plan-on-Graph's reflection: resume from entities passed earlier, if the model says so."""
+    def _reflect(self, run: Run, dead_end: list[Trail]) -> list[Trail]:
+        """Plan-on-Graph's reflection, only at a dead end: resume from entities passed one hop
+        before, if the model picks any (entities the walk has not stood on yet)."""
         if run.reflections >= run.config.max_reflections:
             return []
-        current = {t.end.id for t in kept}
-        earlier = {render.node_label(t.end): t for e, t in run.seen.items() if e not in current and not t.end.literal}
+        level = run.depth - 1
+        stood = {t.end.id for t in dead_end}
+        earlier = {render.node_label(t.end): t for e, t in run.seen.items()
+                   if e not in stood and t.steps == level and not t.end.literal}
         if not earlier:
             return []
-        out = self._call(
+        run.reflections += 1
+        picked = self._pick(
             run,
             self.reflect,
+            offered="earlier_entities",
+            chosen="entities_to_resume",
+            candidates=list(earlier),
+            limit=run.config.beam_width,
+            query=run.question,
             question=run.question,
-            memory_notes=run.memory,
-            frontier=sorted({render.node_label(t.end) for t in kept}),
-            earlier_entities=list(earlier),
-            facts_so_far=[render.fact_text(f) for f in run.facts],
+            plan=run.hop_targets,
+            dead_end=render.several([render.node_label(t.end) for t in dead_end]),
         )
-        if out is None or out.should_backtrack is not True:
-            return []
-        selection = select(out.entities_to_resume or [], list(earlier), cutoff=run.config.snap_cutoff)
-        run.dropped += selection.dropped
-        if selection.kept:
-            run.reflections += 1
-        return [earlier[label] for label in selection.kept]
+        return [earlier[label] for label, _ in picked]
 
     def _answer(self, run: Run) -> tuple[list[str], list[str]]:
-        """Answers from the best trails of the deepest depth reached, each grounded on its trail.
-
-        When the sufficiency judge named answers (checked against the facts), those are the
-        answers, and the paths shown are the trails that reach them; otherwise the trails'
-        answers are ranked by the scores of the trails behind them.
-        """
-        trails = [t for t in run.final if t.score >= run.config.min_path_score][: run.config.answer_paths]
+        """The entities the walk ended on, best trails first: each answer once, with the GCR paths
+        of the best `answer_paths` trails. The walk never ends on a topic or a nameless node."""
+        trails = [t for t in run.final if t.score >= run.config.min_path_score and (t.end.literal or t.end.name)]
         scores: dict[str, float] = defaultdict(float)
-        found: list[tuple[str, Trail]] = []
         for trail in trails:
-            answer = self._trail_answer(run, trail)
-            if answer is not None:
-                scores[answer] += trail.score
-                found.append((answer, trail))
-        if run.judged:
-            paths = [render.gcr_path(t, a) for a, t in found if a in run.judged]
-            return list(run.judged), paths
+            scores[render.node_label(trail.end)] += trail.score
         ranked = sorted(scores, key=lambda a: (-scores[a], a))
-        return ranked, [render.gcr_path(t, a) for a, t in found]
-
-    def _trail_answer(self, run: Run, trail: Trail) -> str | None:
-        candidates = [render.node_label(n) for n in trail.answer_candidates(run.topic_ids)]
-        candidates = list(dict.fromkeys(candidates))
-        if len(candidates) <= 1:
-            return candidates[0] if candidates else None
-        judged = [c for c in candidates if c in run.judged]
-        if judged:
-            return judged[0]
-        out = self._call(
-            run,
-            self.extract_answer,
-            question=run.question,
-            reasoning_path=render.path_text(trail),
-            path_entities=candidates,
-        )
-        selection = select([out.answer_entity] if out else [], candidates, cutoff=run.config.snap_cutoff, limit=1)
-        run.dropped += selection.dropped
-        if selection.kept:
-            return selection.kept[0]
-        run.fallbacks += 1
-        return candidates[-1]  # the trail's end
+        paths = [render.gcr_path(t, render.node_label(t.end)) for t in trails[: run.config.answer_paths]]
+        return ranked[: run.config.max_answers], paths
 
     # -- plumbing ----------------------------------------------------------------------------
 
@@ -449,7 +434,8 @@ class KGQA(dspy.Module):
             return [(c, 1.0) for c in candidates]
         if len(candidates) > run.config.max_candidates:
             candidates = self.embedder.top(query, candidates, run.config.max_candidates)
-        out = self._call(run, predictor, **inputs, **{offered: candidates})
+        signature = predictor.signature.with_updated_fields(chosen, type_=choices(candidates, at_most=limit))
+        out = self._call(run, predictor, signature=signature, **inputs, **{offered: candidates})
         outputs = getattr(out, chosen, None) if out is not None else None
         if outputs == []:  # the model's answer is "none of these"
             return []
@@ -475,6 +461,7 @@ class KGQA(dspy.Module):
 
     def _trace(self, run: Run, usage) -> dict:
         totals = usage.get_total_tokens()
+        best = run.final[0] if run.final else None
         return {
             "llm_calls": run.llm_calls,
             "llm_failures": run.llm_failures,
@@ -483,6 +470,12 @@ class KGQA(dspy.Module):
             "sparql_queries": run.kg.stats.queries,
             "kg_seconds": round(run.kg.stats.seconds, 4),
             "depth": run.depth,
+            "planned_hops": len(run.hop_targets),
+            "plan": run.hop_targets,
+            "conditions": run.conditions,
+            "extended_hops": run.extended,
+            "hops_walked": best.steps if best else 0,
+            "relation_path": [[h.relation, h.direction.value] for h in best.hops] if best else [],
             "reflections": run.reflections,
             "stop_reason": run.stop_reason,
             "error": run.error,
@@ -491,6 +484,18 @@ class KGQA(dspy.Module):
             "dropped_examples": run.dropped[:10],
             "fallbacks": run.fallbacks,
         }
+
+
+def _clear(ranked: list[str], scores: dict[str, float], config: WalkConfig) -> bool:
+    """The best candidate is similar enough to the target, and far enough ahead of the next."""
+    if len(ranked) < 2:
+        return False  # one candidate is a forced choice anyway; _pick takes it without a call
+    best, second = scores[ranked[0]], scores[ranked[1]]
+    return best >= config.clear_similarity and best - second >= config.clear_margin
+
+
+def _at_most(annotation, n: int):
+    return Annotated[annotation, pydantic.Field(min_length=1, max_length=n)]
 
 
 def _question_problem(question: object) -> str | None:

@@ -10,6 +10,11 @@ def relation_label(edge: Edge) -> str:
     return edge.relation if edge.direction is Direction.OUT else f"{edge.relation} (reverse)"
 
 
+def relation_words(label: str) -> str:
+    """A relation label as words, for similarity: 'film.film.directed_by (reverse)' -> 'film film directed by (reverse)'."""
+    return label.replace("_", " ").replace(".", " ")
+
+
 def node_label(node: Node) -> str:
     return node.label
 

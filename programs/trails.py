@@ -45,6 +45,11 @@ class Trail:
     def extend(self, hops: tuple[Hop, ...], factor: float) -> Trail:
         return Trail(self.topic, self.hops + hops, self.score * factor)
 
+    @property
+    def steps(self) -> int:
+        """Hops of the plan taken: a hop through a nameless (CVT) node and on out of it counts once."""
+        return sum(1 for hop in self.hops if hop.node.literal or hop.node.name)
+
     def nodes(self) -> list[Node]:
         return [self.topic, *(hop.node for hop in self.hops)]
 

@@ -1,21 +1,19 @@
 """One typed DSPy signature per LLM step of the walk. Docstrings are the instructions;
-field names differ from step to step, because DSPy attaches demos by field-name overlap."""
+field names differ from step to step, because DSPy attaches demos by field-name overlap.
 
-from signatures.answer import AnswerDirectly, ExtractPathAnswer, JudgeSufficiency
-from signatures.decompose import Decompose
-from signatures.filter import FilterFacts
-from signatures.memory import UpdateMemory
+| step | signature | file |
+|---|---|---|
+| plan the hops | `Plan` | plan.py |
+| choose the relation of a hop | `PruneRelations` | prune.py |
+| keep the entities that meet the conditions | `PruneEntities` | prune.py |
+| check the walk reached the asked kind | `JudgeSufficiency` | answer.py |
+| resume after a dead end | `Reflect` | reflect.py |
+| answer without the graph (baseline) | `AnswerDirectly` | answer.py |
+"""
+
+from signatures.answer import AnswerDirectly, JudgeSufficiency
+from signatures.plan import Plan
 from signatures.prune import PruneEntities, PruneRelations
 from signatures.reflect import Reflect
 
-__all__ = [
-    "AnswerDirectly",
-    "Decompose",
-    "ExtractPathAnswer",
-    "FilterFacts",
-    "JudgeSufficiency",
-    "PruneEntities",
-    "PruneRelations",
-    "Reflect",
-    "UpdateMemory",
-]
+__all__ = ["AnswerDirectly", "JudgeSufficiency", "Plan", "PruneEntities", "PruneRelations", "Reflect"]

@@ -1,34 +1,19 @@
-"""Answering: whether what was found suffices, and which entity of a reasoning path answers."""
+"""Answering: whether the planned walk reached what the question asks for, and the LLM-only baseline."""
 
 import dspy
 
 
 class JudgeSufficiency(dspy.Signature):
-    """Read the facts and find the entities or values that answer the question.
+    """The walk followed its plan; check that it reached what the question asks for.
 
-    The facts are true, written 'subject | relation | object'. A relation from A to B can be read
-    both ways: "Heathers | written_by | Daniel Waters" says Heathers was written by Daniel Waters,
-    and that Daniel Waters wrote Heathers. List the answers the facts give (names, years or
-    numbers), copied exactly. If the facts do not yet reach what the question asks for (it needs
-    one more step), give an empty list and false."""
+    Read the reasoning path and the entities it ended on. Answer true if they are the kind of
+    thing the question asks for (people when it asks who, years when it asks when, languages
+    when it asks for languages), false if the walk stopped one hop short of that."""
 
     question: str = dspy.InputField()
-    memory_notes: list[str] = dspy.InputField(desc="what is known for each sub-objective")
-    known_facts: list[str] = dspy.InputField(desc="facts found, as 'subject | relation | object'")
-    answer_names: list[str] = dspy.OutputField(desc="the answers, copied from the facts; empty if the facts do not reach them yet")
-    is_sufficient: bool = dspy.OutputField(desc="true if these answers answer the question")
-
-
-class ExtractPathAnswer(dspy.Signature):
-    """Name the entity on the reasoning path that answers the question.
-
-    The path alternates entities and relations: e0 -> r1 -> e1 -> r2 -> e2. Pick the entity
-    whose role matches what the question asks for; it must be one of the listed entities."""
-
-    question: str = dspy.InputField()
-    reasoning_path: str = dspy.InputField()
-    path_entities: list[str] = dspy.InputField(desc="the entities on the path that may answer")
-    answer_entity: str = dspy.OutputField(desc="one of the path entities, copied exactly")
+    reasoning_path: str = dspy.InputField(desc="one path the walk took: entity -> relation -> entity ...")
+    reached_entities: list[str] = dspy.InputField(desc="some of the entities the walk ended on")
+    reached_answer: bool = dspy.OutputField(desc="true if these entities answer the question")
 
 
 class AnswerDirectly(dspy.Signature):

@@ -1,29 +1,28 @@
-"""Pruning the walk: which relations to follow from an entity, which reached entities to keep."""
+"""Pruning the walk: which relation takes the next hop of the plan, which reached entities to keep."""
 
 import dspy
 
 
 class PruneRelations(dspy.Signature):
-    """Choose the relations worth following from this entity to answer the question.
+    """Choose the relation that takes this hop of the plan, from the relations the entity offers.
 
-    A candidate ending in "(reverse)" is followed backwards: from a person, "film.directed_by
-    (reverse)" leads to the films that person directed. Copy each chosen relation exactly as
-    written among the candidates, most useful first, and choose as few as the question needs."""
+    A candidate ending in "(reverse)" is followed backwards: from a person, "directed_by
+    (reverse)" leads to the films that person directed. Choose the candidate that reaches what
+    this hop of the plan looks for; add a second only if it may reach it as well."""
 
     question: str = dspy.InputField()
-    sub_objectives: list[str] = dspy.InputField(desc="what the walk still has to find")
-    entity: str = dspy.InputField(desc="the entity the walk stands on")
+    plan: list[str] = dspy.InputField(desc="what each hop reaches, in order")
+    hop: str = dspy.InputField(desc="the hop to take now, and what it must reach")
+    entity: str = dspy.InputField(desc="the entities the walk stands on")
     candidate_relations: list[str] = dspy.InputField()
-    relations_to_follow: list[str] = dspy.OutputField(desc="chosen relations, copied from the candidates")
+    relations_to_follow: list[str] = dspy.OutputField(desc="chosen candidates, best first")
 
 
 class PruneEntities(dspy.Signature):
-    """Keep the entities reached through the relation that can lead to the answer.
-
-    Keep every entity the question's constraints allow and drop the ones they rule out.
-    Copy each kept entity exactly as written among the candidates, most likely first."""
+    """Keep the reached entities that meet the answer's conditions and drop the ones they rule out."""
 
     question: str = dspy.InputField()
+    conditions: list[str] = dspy.InputField(desc="what the answer must satisfy")
     relation_walked: str = dspy.InputField(desc="how these entities were reached: entity -> relation")
     candidate_entities: list[str] = dspy.InputField()
-    entities_to_keep: list[str] = dspy.OutputField(desc="kept entities, copied from the candidates")
+    entities_to_keep: list[str] = dspy.OutputField(desc="kept candidates, most likely first")

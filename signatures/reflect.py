@@ -1,18 +1,16 @@
-"""Reflection (Plan-on-Graph): bring back entities the walk passed but did not keep."""
+"""Reflection (Plan-on-Graph): when a hop finds nothing, resume from entities the walk passed."""
 
 import dspy
 
 
 class Reflect(dspy.Signature):
-    """Decide whether the walk went the wrong way and should resume from entities it saw earlier.
+    """The walk reached a dead end: no relation from where it stands takes the next hop of the plan.
 
-    If the current frontier cannot lead to the answer but one of the earlier entities can,
-    say so and name those entities, copied exactly from the earlier entities."""
+    Choose the entities seen earlier (passed but not followed) to resume the walk from, if any
+    of them can lead to the answer; choose none otherwise."""
 
     question: str = dspy.InputField()
-    memory_notes: list[str] = dspy.InputField()
-    frontier: list[str] = dspy.InputField(desc="entities the walk stands on now")
+    plan: list[str] = dspy.InputField(desc="what each hop reaches, in order")
+    dead_end: str = dspy.InputField(desc="the entities the walk stands on, where it found nothing")
     earlier_entities: list[str] = dspy.InputField(desc="entities seen before and not followed")
-    facts_so_far: list[str] = dspy.InputField()
-    should_backtrack: bool = dspy.OutputField()
-    entities_to_resume: list[str] = dspy.OutputField(desc="copied from the earlier entities; empty if none")
+    entities_to_resume: list[str] = dspy.OutputField(desc="chosen earlier entities; empty if none")

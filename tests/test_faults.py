@@ -33,10 +33,10 @@ def kg(demo_store):
 
 
 def test_lm_faults_over_fifty_questions(kg, questions, tmp_path):
-    """Garbage, truncated JSON, wrong types, invented names, exceptions and timeouts, on a fifth of
+    """Garbage, truncated JSON, wrong types, invented names, exceptions and timeouts, on two in five of
     the calls of an evaluation run: every question gets a record with its stop reason or error, and
     a question that met no fault answers right."""
-    faulty = FaultyEngine(demo_oracle().scripted, rate=0.2, seed=7)
+    faulty = FaultyEngine(demo_oracle().scripted, rate=0.4, seed=7)  # ~2.5 calls a question: 40+ faults
     faults_met: dict[str, int] = {}
 
     class CountsFaults(KGQA):

@@ -34,7 +34,7 @@ def compiled(tmp_path_factory):
 def test_compile_writes_program_config_and_an_mlflow_run(compiled):
     work, out, stdout = compiled
     state = json.loads((out / "program.json").read_text())
-    assert state["prune_relations"]["demos"] and state["judge"]["demos"]
+    assert state["plan"]["demos"] and all(d["hop_targets"] for d in state["plan"]["demos"])  # gold plans from the demo paths
     config = json.loads((out / "config.json").read_text())
     assert config["kg"] == "demo" and config["profile"] == "freebase" and config["optimizer"] == "bootstrap"
     assert config["lm"] == ORACLE and config["walk"]["depth"] == 3 and "dspy" in config["versions"]
@@ -79,7 +79,7 @@ def test_ask_prints_answers_with_paths(compiled):
     assert result.stdout.startswith("answers: Steven Spielberg\n# Reasoning Path:\n1941 -> film.film.directed_by -> Steven Spielberg")
     as_json = kgqa("ask", "Who directed Parasite?", "--program", str(out), "--lm", ORACLE, "--json", home=work)
     answer = json.loads(as_json.stdout)
-    assert answer["answers"] == ["Bong Joon-ho"] and answer["trace"]["stop_reason"] == "sufficient"
+    assert answer["answers"] == ["Bong Joon-ho"] and answer["trace"]["stop_reason"] == "plan_done"
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
-"""A scripted model that walks like a careful one: picks the relations a test names, keeps
-every candidate, notes the facts, and says "sufficient" once an expected answer is in the facts."""
+"""A scripted model that walks like a careful one: plans the hops a test names, picks the
+relations it names wherever they are offered, keeps every candidate, and judges the walk done."""
 
 from __future__ import annotations
 
@@ -10,59 +10,53 @@ from kgqa.lm.scripted import scripted_lm
 
 def oracle(
     relations: Iterable[str],
-    answers: Iterable[str],
     *,
+    hops: int | None = None,
+    conditions: Iterable[str] = (),
     keep: Callable[[dict], list[str]] | None = None,
     backtrack: Callable[[dict], list[str]] | None = None,
+    reached: Callable[[dict], bool] | None = None,
+    constrained: bool = False,
     **overrides,
 ):
-    """`relations`: relation labels to follow wherever offered ("rel" or "rel (reverse)");
-    `answers`: what the judge accepts once it appears in the facts."""
-    wanted, expected = list(relations), list(answers)
-
-    def judge(inputs):
-        facts = " || ".join(inputs["known_facts"])
-        found = [a for a in expected if a in facts]
-        return {"is_sufficient": bool(found), "answer_names": found}
-
+    """`relations`: relation labels to follow wherever offered ("rel", "rel (reverse)", or a
+    compound "rel -> rel" through a CVT node); `hops`: how many hops the plan says (default: one
+    per relation); `conditions`: the plan's conditions on the answer; `keep`, `backtrack`,
+    `reached`: the entity prune, reflection and judge (default: keep all, never, reached)."""
+    wanted = list(relations)
+    planned = hops if hops is not None else max(1, len(wanted))
     handlers = {
-        "sub_objectives": lambda i: {"sub_objectives": [i["question"]]},
+        "hop_targets": lambda i: {"hop_targets": [f"hop {n + 1}" for n in range(planned)], "answer_constraints": list(conditions)},
         "relations_to_follow": lambda i: {"relations_to_follow": [r for r in i["candidate_relations"] if r in wanted]},
         "entities_to_keep": lambda i: {"entities_to_keep": keep(i) if keep else i["candidate_entities"]},
-        "kept_facts": lambda i: {"kept_facts": i["candidate_facts"][: i["max_facts"]]},
-        "updated_memory": lambda i: {"updated_memory": ["; ".join(i["new_facts"])[:200]] * len(i["sub_objectives"])},
-        "answer_names": judge,
-        "should_backtrack": lambda i: (
-            {"should_backtrack": bool(backtrack(i)), "entities_to_resume": backtrack(i)}
-            if backtrack else {"should_backtrack": False, "entities_to_resume": []}
-        ),
-        "answer_entity": lambda i: {"answer_entity": i["path_entities"][-1]},
+        "reached_answer": lambda i: {"reached_answer": reached(i) if reached else True},
+        "entities_to_resume": lambda i: {"entities_to_resume": backtrack(i) if backtrack else []},
     }
     handlers.update(overrides)
-    return scripted_lm(handlers)
+    return scripted_lm(handlers, constrained=constrained)
 
 
 def gold_oracle(examples):
     """An oracle for many questions at once: each question's own gold relations and answers
-    (from the demo splits' `path` and `answers`)."""
+    (from the demo splits' `path` and `answers`). It plans one hop per gold relation; where a
+    hop goes through a CVT node the plan is a hop too long, and the walk ends a hop early."""
     twins = {"film.film.directed_by (reverse)": "film.director.film"}  # Freebase's inverse pair
     by_question = {}
     for ex in examples:
         labels = [r if d == "out" else f"{r} (reverse)" for r, d in ex.path]
         labels += [twins[label] for label in labels if label in twins]
-        by_question[ex.question] = (labels, list(ex.answers))
+        labels += [f"{a} -> {b}" for a, b in zip(labels, labels[1:])]  # compound relations through CVT nodes
+        by_question[ex.question] = (labels, list(ex.answers), len(ex.path))
+
+    def plan(inputs):
+        _, _, hops = by_question.get(inputs["question"], ([], [], 1))
+        return {"hop_targets": [f"hop {n + 1}" for n in range(hops)], "answer_constraints": []}
 
     def relations(inputs):
-        labels, _ = by_question.get(inputs["question"], ([], []))
+        labels, _, _ = by_question.get(inputs["question"], ([], [], 1))
         return {"relations_to_follow": [r for r in inputs["candidate_relations"] if r in labels]}
 
-    def judge(inputs):
-        _, answers = by_question.get(inputs["question"], ([], []))
-        facts = " || ".join(inputs["known_facts"])
-        found = [a for a in answers if a in facts]
-        return {"is_sufficient": bool(found), "answer_names": found}
-
-    return oracle([], [], relations_to_follow=relations, answer_names=judge)
+    return oracle([], hop_targets=plan, relations_to_follow=relations)
 
 
 def demo_oracle():

@@ -11,15 +11,12 @@ import pytest
 from data.demo import split_path
 from data.jsonl import load_jsonl
 from kg import KnowledgeGraph
-from kgqa.lm.adapter import CompactChatAdapter
+from kgqa.lm.adapter import CompactChatAdapter, ConstrainedJSONAdapter
 from optimizers.teleprompters import Budget, compile_program
 from programs import KGQA
 from tests.programs.oracle import gold_oracle
 
-PREDICTORS = {
-    "decompose", "prune_relations", "prune_entities", "filter_facts",
-    "update_memory", "judge", "reflect", "extract_answer",
-}
+PREDICTORS = {"plan", "prune_relations", "prune_entities", "judge", "reflect"}
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +41,7 @@ def test_copies_share_the_kg_client_and_the_embedder(kg):
     program = KGQA(kg)
     for clone in (program.deepcopy(), copy.deepcopy(program), program.reset_copy()):
         assert clone.kg is kg and clone.embedder is program.embedder
-        assert clone.decompose is not program.decompose
+        assert clone.plan is not program.plan
 
 
 def test_labeled_and_bootstrapped_demos_land_in_the_saved_json(kg, train, tmp_path):
@@ -59,7 +56,7 @@ def test_labeled_and_bootstrapped_demos_land_in_the_saved_json(kg, train, tmp_pa
     assert all(len(labeled_state[name]["demos"]) == 3 for name in PREDICTORS)
     state = json.loads((tmp_path / "bootstrap.json").read_text())
     demos = {name: state[name]["demos"] for name in PREDICTORS}
-    assert demos["decompose"] and demos["prune_relations"] and demos["judge"]
+    assert demos["plan"] and demos["prune_relations"]
     assert all(d.get("augmented") for d in demos["prune_relations"])
     assert all("relations_to_follow" in d and "candidate_relations" in d for d in demos["prune_relations"])
 
@@ -87,6 +84,34 @@ def test_save_and_load_round_trip_gives_identical_behaviour(kg, train, tmp_path)
         runs.append((prediction.answers, prediction.paths, trace, lm.scripted.calls))
     assert runs[0] == runs[1]
     assert runs[0][2]["input_tokens"] > runs[2][2]["input_tokens"]  # the loaded demos are in the prompts
+
+
+def test_compiling_with_gold_paths_bootstraps_right_walks_and_plans_of_every_length(kg, train):
+    from optimizers.labels import planned_hops
+
+    student = gold_oracle([])  # an LM that knows nothing: every demo must come from the labels
+    with dspy.context(lm=student, adapter=ConstrainedJSONAdapter()):
+        compiled = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=3, plan_demos=4))
+    plans = compiled.plan.demos
+    assert len(plans) == 3 + 4 and {1, 2} <= {len(d["hop_targets"]) for d in plans}  # bootstrapped, then gold plans
+    by_question = {ex.question: ex for ex in train}
+    assert all(d["hop_targets"] == planned_hops(by_question[d["question"]], kg) for d in plans)
+    titanic = planned_hops(by_question["Who starred in Titanic?"], kg)
+    assert titanic == ["actor"]  # into the nameless performance and out of it: one hop
+    relations = compiled.prune_relations.demos
+    assert 0 < len(relations) <= 3 and all(d["relations_to_follow"] and d["augmented"] for d in relations)
+    for demo in relations:  # the chosen relation is on the question's gold path
+        gold = {r for r, _ in by_question[demo["question"]].path}
+        assert {part.removesuffix(" (reverse)") for r in demo["relations_to_follow"] for part in r.split(" -> ")} <= gold
+    assert not compiled.judge.demos or all(d["reached_answer"] is True for d in compiled.judge.demos)
+
+
+def test_compiling_without_labels_uses_the_lm_as_teacher(kg, train):
+    unlabeled = [ex.copy(path=None) for ex in train[:6]]
+    lm = gold_oracle(train)
+    with dspy.context(lm=lm, adapter=ConstrainedJSONAdapter()):
+        compiled = compile_program(KGQA(kg), "bootstrap", trainset=unlabeled, budget=Budget(demos=2))
+    assert len(compiled.plan.demos) <= 2 and lm.scripted.count("hop_targets") >= 1
 
 
 def test_mipro_on_an_explicit_budget_proposes_instructions_and_keeps_the_best(kg, train):

@@ -1,0 +1,123 @@
+"""Intermediate labels: a teacher LM that answers every step of the walk from an example's gold
+relation path, so that bootstrapping records demos of right plans and right relation choices.
+
+Where the data has gold paths (MetaQA's `qtype`, the demo's `path`, CWQ's `ground_paths`), a
+small model rarely walks a whole multi-hop question right on its own, so bootstrapping with it as
+teacher keeps few and mostly 1-hop demos. This teacher plans one hop per gold relation and, at
+each hop, chooses the gold relation among the candidates actually offered; the walk still runs
+on the real graph, and `walk_metric` still keeps only the traces that reach the gold answers by
+the gold path. Labels are read at compile time only: the compiled program never sees them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import dspy
+
+from kg import Direction, KnowledgeGraph
+from kgqa.lm.scripted import scripted_lm
+from optimizers.metrics import gold_relation_paths
+
+_HOP = re.compile(r"^hop (\d+)")
+
+
+def hop_targets(example: dspy.Example) -> list[str]:
+    """What each gold hop reaches, as a short noun: MetaQA's question type names them
+    (`movie_to_director_to_movie` -> director, movie); else the gold relations' last words."""
+    qtype = getattr(example, "qtype", None)
+    if qtype:
+        return [kind.replace("imdb", "imdb ").replace("tags", "tag") for kind in qtype.split("_to_")[1:]]
+    paths = gold_relation_paths(example)
+    return [relation.rsplit(".", 1)[-1].replace("_", " ") for relation in paths[0]] if paths else []
+
+
+def _gold_labels(example: dspy.Example) -> list[list[str]]:
+    """The gold relations as the walk labels them, per hop: 'r' or 'r (reverse)', either when unknown."""
+    path = getattr(example, "path", None)
+    qtype = getattr(example, "qtype", None)
+    if path or qtype:
+        if qtype and not path:
+            from data.metaqa import qtype_path
+
+            path = qtype_path(qtype)
+        return [[r if d == "out" else f"{r} (reverse)"] for r, d in path]
+    paths = gold_relation_paths(example)
+    return [[r, f"{r} (reverse)"] for r in paths[0]] if paths else []
+
+
+def planned_hops(example: dspy.Example, kg: KnowledgeGraph | None) -> list[str]:
+    """The gold plan as the walk counts hops: a relation into nameless (CVT) nodes and the one out
+    of them are one hop, named by where the second leads. Without a graph, one hop per relation."""
+    targets = hop_targets(example)
+    path = getattr(example, "path", None)
+    if kg is None or not path or not kg.profile.step_through_unnamed or getattr(example, "qtype", None):
+        return targets
+    frontier, merged, through = list(example.topic_entities), [], False
+    for target, (relation, direction) in zip(targets, path):
+        reached = [n for nodes in kg.neighbours(frontier, relation, direction=Direction(direction)).items.values() for n in nodes]
+        cvt = bool(reached) and all(not n.literal and not n.name for n in reached)
+        if not through:
+            merged.append(target)
+        else:
+            merged[-1] = target
+        through, frontier = cvt, [n.id for n in reached if not n.literal]
+    return merged
+
+
+def labeled_teacher(examples: Sequence[dspy.Example], *, kg: KnowledgeGraph | None = None) -> dspy.LM | None:
+    """A scripted LM that plans and chooses relations from the examples' gold paths (None if none has one)."""
+    gold = {ex.question: (planned_hops(ex, kg), _gold_labels(ex)) for ex in examples if gold_relation_paths(ex)}
+    if not gold:
+        return None
+
+    def plan(inputs):
+        targets, _ = gold.get(inputs["question"], ([], []))
+        return {"hop_targets": targets or [inputs["question"]], "answer_constraints": []}
+
+    def relations(inputs):
+        targets, labels = gold.get(inputs["question"], ([], []))
+        offered = inputs["candidate_relations"]
+        match = _HOP.match(inputs.get("hop", ""))
+        hop = int(match.group(1)) if match else 0
+        if len(targets) == len(labels) and 1 <= hop <= len(labels) and " -> " not in " ".join(offered):
+            return {"relations_to_follow": [r for r in offered if r in labels[hop - 1]][:1]}
+        wanted = {label for hop_labels in labels for label in hop_labels}  # through CVT nodes: any gold relation
+        return {"relations_to_follow": [r for r in offered if set(r.split(" -> ")) <= wanted][:1]}
+
+    return scripted_lm({
+        "hop_targets": plan,
+        "relations_to_follow": relations,
+        "entities_to_keep": lambda i: {"entities_to_keep": i["candidate_entities"]},
+        "reached_answer": lambda i: {"reached_answer": True},
+        "entities_to_resume": lambda i: {"entities_to_resume": []},
+    })
+
+
+def interleave_depths(examples: Sequence[dspy.Example]) -> list[dspy.Example]:
+    """The examples reordered so gold depths alternate (1, 2, 3, 1, 2, 3, ...), each depth keeping
+    its order; unlabeled ones last. Bootstrapping keeps the first traces that pass, so every
+    predictor's demos then show every chain length, the plan's hop counts above all."""
+    by_depth: dict[int, list[dspy.Example]] = {}
+    for ex in examples:
+        paths = gold_relation_paths(ex)
+        by_depth.setdefault(len(paths[0]) if paths else 0, []).append(ex)
+    unlabeled = by_depth.pop(0, [])
+    queues = [list(v) for _, v in sorted(by_depth.items())]
+    ordered = [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
+    return ordered + unlabeled
+
+
+def with_plan_labels(examples: Sequence[dspy.Example], *, kg: KnowledgeGraph | None = None) -> list[dspy.Example]:
+    """Copies of the examples carrying their gold plan as the plan step's fields (`topic`,
+    `hop_targets`, `answer_constraints`). As raw labeled demos they are complete for the plan step
+    only: adapters skip a demo that has none of a step's outputs, so the other steps never see them."""
+    labeled = []
+    for ex in examples:
+        targets = planned_hops(ex, kg)
+        if targets:
+            topic = ", ".join(getattr(ex, "topic_names", None) or ex.topic_entities)
+            ex = ex.copy(topic=topic, hop_targets=targets, answer_constraints=[])
+        labeled.append(ex)
+    return labeled

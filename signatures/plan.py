@@ -1,0 +1,19 @@
+"""Planning the walk before it starts (RoG's relation plan, PoG's sub-objectives): how many hops,
+what each one reaches, and what the answer must satisfy."""
+
+import dspy
+
+
+class Plan(dspy.Signature):
+    """Plan the walk through a knowledge graph that answers the question, before walking it.
+
+    The walk starts at the topic entity and follows one relation per hop. Name what each hop
+    reaches, in order, as a short noun: for "what languages are the films directed by the
+    director of [Heat] in" the hops reach ["director", "movie", "language"]. Use as many hops as
+    the question chains facts, and no more: the walk answers with what the last hop reaches.
+    List conditions the answer must meet (a year, a country, a type), or none."""
+
+    question: str = dspy.InputField()
+    topic: str = dspy.InputField(desc="the entity the walk starts from")
+    hop_targets: list[str] = dspy.OutputField(desc="what each hop reaches, in order, a short noun each")
+    answer_constraints: list[str] = dspy.OutputField(desc="conditions on the answer; empty if none")
