@@ -2,11 +2,14 @@
 
 Rows hold `id, question, answer[], q_entity[], a_entity[], graph[[h, r, t]]` with entities as
 names (mids where nameless). They come through HF `datasets`: by hub name when online, or from
-a local parquet / JSON(L) file. Each question's `graph` becomes its own in-memory store.
+a local parquet / JSON(L) file, compressed or not (`.jsonl.gz`, `.json.bz2`, ...: what `datasets`
+decompresses). Each question's `graph` becomes its own in-memory store, in which a nameless node
+(an `m.`/`g.` id: a CVT) gets no label, so the walk steps through it and never answers with it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -19,6 +22,14 @@ from kg.errors import InvalidTermError
 from kg.profiles import RDFS_LABEL, ROG
 
 _LOCAL_BUILDERS = {".parquet": "parquet", ".json": "json", ".jsonl": "json"}
+COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst", ".lz4")
+_NAMELESS = re.compile(r"[mg]\.[0-9a-z_]+")
+
+
+def local_format(path: Path) -> str | None:
+    """The `datasets` builder for a local file, looking past a compression suffix; None for a hub name."""
+    suffixes = path.suffixes[-2:] if path.suffix in COMPRESSIONS else path.suffixes[-1:]
+    return _LOCAL_BUILDERS.get(suffixes[0]) if suffixes else None
 
 
 def _rows(source: str, split: str):
@@ -26,10 +37,11 @@ def _rows(source: str, split: str):
 
     path = Path(source)
     try:
-        if path.suffix in _LOCAL_BUILDERS:
+        builder = local_format(path)
+        if builder:
             if not path.is_file():
                 raise DatasetError(f"no such file: {path}")
-            return datasets.load_dataset(_LOCAL_BUILDERS[path.suffix], data_files=str(path), split="train")
+            return datasets.load_dataset(builder, data_files=str(path), split="train")
         return datasets.load_dataset(source, split=split)
     except DatasetError:
         raise
@@ -60,6 +72,7 @@ def load_rog(source: str | Path, *, split: str = "test", with_graph: bool = True
             topic_entities=list(require(row, "q_entity", where) or []),
             answers=list(require(row, "answer", where) or []),
             a_entities=list(row.get("a_entity") or []),
+            **{k: row[k] for k in ("ground_paths", "compositionality_type") if row.get(k) is not None},
             **extra,
         )
 
@@ -77,7 +90,8 @@ def graph_triples(graph: Iterable[tuple[str, str, str]]) -> Iterator[ox.Triple]:
         for name, node in ((head, h), (tail, t)):
             if name not in seen:
                 seen.add(name)
-                yield ox.Triple(node, label, ox.Literal(name))
+                if not _NAMELESS.fullmatch(name):  # a mid stands for a nameless node: no label
+                    yield ox.Triple(node, label, ox.Literal(name))
         yield ox.Triple(h, r, t)
 
 

@@ -138,7 +138,9 @@ class KGProfile:
 
 
 _FREEBASE_ID = re.compile(r"[mg]\.[0-9a-z_]+")
-_FREEBASE_RELATION = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)+")
+# Real Freebase property ids are mostly lower case, but not all: `book.book_edition.ISBN`,
+# `location.location_symbol_relationship.Kind_of_symbol`; a few user bases use hyphens.
+_FREEBASE_RELATION = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+")
 
 FREEBASE = KGProfile(
     name="freebase",
@@ -175,6 +177,7 @@ METAQA = KGProfile(
 )
 
 # RoG-style per-question graphs: entities are names (mids where nameless), relations are Freebase's.
+# A nameless node (a CVT) carries no label, so the walk steps through it as on Freebase.
 ROG = KGProfile(
     name="rog",
     entities=MintedCodec(KGQA_NS + "rog/entity/"),
@@ -183,6 +186,7 @@ ROG = KGProfile(
     name_lang=None,
     skip_relation_prefixes=FREEBASE.skip_relation_prefixes,
     skip_relation_substrings=FREEBASE.skip_relation_substrings,
+    step_through_unnamed=True,
     drops_pre_relations=True,
 )
 
