@@ -5,17 +5,20 @@ For 1-, 2- and 3-hop MetaQA dev questions (`kb_exact` rows), a seeded sample per
 - floor: no LM, every choice by embedding similarity, walked to the question's hop count
   (it has no way to stop by itself: a floor, told the depth);
 - uncompiled: the program as written;
-- bootstrap, mipro: the program compiled on a disjoint sample of dev questions (all hops).
-  `mipro` is MIPROv2 on an explicit small budget (3 instruction and demo candidates, 5 trials on
-  4 validation questions); DSPy's `light` preset runs 82 trials for this 8-predictor program
-  (2.5 h on those 4 questions at the 1.8 min a trial measured here): `mipro-light` runs it where
-  the LM is fast enough.
-Per system and hop: Hits@1, Hit@any, F1, LLM calls, input and output tokens, SPARQL queries and
-seconds per question. Writes `table.md`, `accuracy_vs_tokens.png`, the compiled programs and
-per-run JSONL records (rerunning resumes them) to the results directory, and logs it all to one
-MLflow run. The reference run on the local LM is kept in `bench/results/accuracy-local/`.
+- bootstrap-rs (the compiled program shipped), bootstrap, mipro, mipro-light: the program compiled
+  on a disjoint seeded sample of dev questions (a third per hop; `--train`, default 60), with
+  intermediate labels: each question type's gold relation path drives the teacher that writes
+  the demos, and `walk_metric` scores answers, paths and depths. `bootstrap-rs` holds out 15 of
+  them to score 5 candidate programs (zero-shot, labeled, unshuffled and 2 shuffled bootstraps).
+Per system and hop: Hits@1, Hit@any, F1, LLM calls, input and output tokens, SPARQL queries, mean
+and median seconds per question, and how many wrong answers stopped before, at and past the gold
+depth. Writes `table.md`, `accuracy_vs_tokens.png`, the compiled programs (their `config.json`
+gives the compile time) and per-run JSONL records (rerunning resumes them) to the results
+directory, and logs it all to one MLflow run. Seconds depend on the engine: quote them with the
+engine speed `kgqa doctor` reports. The reference run on the local LM is in
+`bench/results/accuracy-local/` (seed 0) and `accuracy-local-seed1/`.
 
-    .venv/bin/python -m bench.accuracy --per-hop 30 [--systems llm-only,floor,uncompiled,bootstrap,mipro] [--lm local]
+    .venv/bin/python -m bench.accuracy --per-hop 30 [--seed 1] [--systems floor,uncompiled,bootstrap-rs] [--lm local]
 """
 
 from __future__ import annotations

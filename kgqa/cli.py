@@ -135,13 +135,17 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _ask(args: argparse.Namespace) -> int:
     program, _, _ = _load(args)
     prediction = program(question=args.question, topic_entities=args.topic or None)
+    trace = prediction.trace
+    failed = trace.get("error") is not None  # the KG was down, no topic entity, a bad question: no answer to give
     if args.json:
-        print(json.dumps({"answers": prediction.answers, "paths": prediction.paths, "trace": prediction.trace}, ensure_ascii=False))
-        return 0
+        print(json.dumps({"answers": prediction.answers, "paths": prediction.paths, "trace": trace}, ensure_ascii=False))
+        return 1 if failed else 0
+    if failed:
+        print(f"kgqa: no answer ({trace['stop_reason']}): {trace['error']}", file=sys.stderr)
+        return 1
     print("answers: " + (", ".join(prediction.answers) or "(none)"))
     for path in prediction.paths:
         print(path)
-    trace = prediction.trace
     print(f"({trace['stop_reason']}; {trace['llm_calls']} LLM calls, {trace['sparql_queries']} SPARQL queries)")
     return 0
 

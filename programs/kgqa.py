@@ -10,8 +10,8 @@
 | step | method | predictor | signature | file |
 |---|---|---|---|---|
 | plan | `_plan` | `plan` | `Plan` | signatures/plan.py |
-| relation prune | `_choose_relations` | `prune_relations` | `PruneRelations` | signatures/prune.py |
-| entity prune | `_choose_entities` | `prune_entities` | `PruneEntities` | signatures/prune.py |
+| relation prune | `_prune_relations`, `_prune_compounds` | `prune_relations` | `PruneRelations` | signatures/prune.py |
+| entity prune | `_prune_entities` | `prune_entities` | `PruneEntities` | signatures/prune.py |
 | sufficiency | `_judge` | `judge` | `JudgeSufficiency` | signatures/answer.py |
 | reflection | `_reflect` | `reflect` | `Reflect` | signatures/reflect.py |
 
@@ -138,11 +138,11 @@ class KGQA(dspy.Module):
         while run.depth < hops:
             run.depth += 1
             relations.update(self._missing_relations(run, frontier, relations))
-            steps = self._choose_relations(run, frontier, relations)
+            steps = self._prune_relations(run, frontier, relations)
             kept: list[Trail] = []
             if steps:
                 candidates, relations = self._follow(run, steps, more=True)
-                kept = self._choose_entities(run, candidates)
+                kept = self._keep_entities(run, candidates)
             if not kept:  # a dead end: resume from entities passed a hop before, or stop
                 resumed = self._reflect(run, frontier)
                 if resumed:
@@ -204,7 +204,7 @@ class KGQA(dspy.Module):
         missing = [t.end.id for t in frontier if t.end.id not in known and not t.end.literal]
         return dict(run.kg.relations(missing).items) if missing else {}
 
-    def _choose_relations(self, run: Run, frontier: list[Trail], relations: dict) -> list[tuple[Trail, Edge, float]]:
+    def _prune_relations(self, run: Run, frontier: list[Trail], relations: dict) -> list[tuple[Trail, Edge, float]]:
         """Relations that take this hop of the plan: one decision for the whole frontier, over every
         relation some frontier entity offers (the hop looks for one kind of thing, whichever entity
         it starts from), listed most similar to the hop's target first; each chosen relation is
@@ -285,7 +285,7 @@ class KGQA(dspy.Module):
                     group.members += [(prefix, n) for n in nodes]
         return list(groups.values())
 
-    def _choose_compounds(self, run: Run, groups: list[Candidates]) -> list[Candidates]:
+    def _prune_compounds(self, run: Run, groups: list[Candidates]) -> list[Candidates]:
         """Through a nameless (CVT) node a chosen relation fans out into several compound ones
         (`film.film.starring -> film.performance.actor`, `... -> film.performance.character`):
         one constrained choice among them per first relation, none where there is one."""
@@ -314,10 +314,10 @@ class KGQA(dspy.Module):
             dropped |= set(labels.values()) - keep
         return [g for g in groups if g.edges not in dropped]
 
-    def _choose_entities(self, run: Run, groups: list[Candidates]) -> list[Trail]:
+    def _keep_entities(self, run: Run, groups: list[Candidates]) -> list[Trail]:
         """Entities to keep. Every one, unless the answer has conditions and this is the plan's last
         hop: then one constrained decision per (compound) relation across the whole frontier."""
-        groups = self._choose_compounds(run, groups)
+        groups = self._prune_compounds(run, groups)
         prune = bool(run.conditions) and run.depth >= len(run.hop_targets)
         by_edges: dict[tuple[Edge, ...], list[Candidates]] = defaultdict(list)
         for group in groups:

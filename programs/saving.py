@@ -17,6 +17,7 @@ PROGRAM_FILE, CONFIG_FILE = "program.json", "config.json"
 MAX_FILE_BYTES = 50_000_000
 MAX_STRING = 200_000
 _PREDICTOR_KEYS = {"traces", "train", "demos", "signature", "lm"}
+OLDER_STEPS = {"decompose", "filter_facts", "update_memory", "extract_answer"}  # the walk before the plan-driven one
 
 
 class ProgramFileError(ValueError):
@@ -55,15 +56,16 @@ def read_config(directory: str | Path) -> dict:
 def load_program(directory: str | Path, kg: KnowledgeGraph, *, config: dict | None = None) -> KGQA:
     directory = Path(directory)
     config = config if config is not None else read_config(directory)
+    path = directory / PROGRAM_FILE
+    if not path.is_file():
+        raise ProgramFileError(f"no {PROGRAM_FILE} in {directory}")
+    state = _read_json(path)  # its steps first: a program of an older walk also has older walk settings
+    check_state(state, expected={name for name, _ in KGQA(kg).named_predictors()}, source=path)
     try:
         walk = WalkConfig(**config.get("walk", {}))
     except (TypeError, ValueError) as exc:
         raise ProgramFileError(f"{directory / CONFIG_FILE}: bad walk settings: {exc}") from None
     program = KGQA(kg, config=walk)
-    path = directory / PROGRAM_FILE
-    if not path.is_file():
-        raise ProgramFileError(f"no {PROGRAM_FILE} in {directory}")
-    check_state(_read_json(path), expected={name for name, _ in program.named_predictors()}, source=path)
     try:
         program.load(str(path))
     except Exception as exc:  # DSPy raises many kinds on a state that does not fit
@@ -87,6 +89,9 @@ def check_state(state: object, *, expected: set[str], source: Path) -> None:
     names = set(state) - {"metadata"}
     if names != expected:
         unknown, missing = sorted(names - expected), sorted(expected - names)
+        if set(unknown) & OLDER_STEPS:
+            raise ProgramFileError(f"{source} was compiled by an older kgqa, whose walk had the steps {unknown}; "
+                                   "recompile it with `kgqa compile` (the plan-driven walk has other steps)")
         raise ProgramFileError(f"{source}: predictors do not match this program (unknown: {unknown}, missing: {missing})")
     for name in expected:
         predictor = state[name]

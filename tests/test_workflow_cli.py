@@ -82,6 +82,18 @@ def test_ask_prints_answers_with_paths(compiled):
     assert answer["answers"] == ["Bong Joon-ho"] and answer["trace"]["stop_reason"] == "plan_done"
 
 
+def test_ask_says_why_there_is_no_answer_and_exits_non_zero(compiled):
+    work, out, _ = compiled
+    unknown = kgqa("ask", "Who directed it?", "--program", str(out), "--lm", ORACLE, "--topic", "m.0nothere", home=work)
+    assert unknown.returncode == 1 and unknown.stdout == ""
+    assert "no answer (no_topic_entity): unknown topic entities: 'm.0nothere'" in unknown.stderr
+    down = kgqa("ask", "Who directed Parasite?", "--program", str(out), "--lm", ORACLE, "--kg", "http://127.0.0.1:9/sparql",
+                "--profile", "freebase", "--topic", "m.0dm159", home=work)
+    assert down.returncode == 1 and "no answer (kg_error)" in down.stderr and "127.0.0.1:9" in down.stderr
+    as_json = kgqa("ask", "  ", "--program", str(out), "--lm", ORACLE, "--json", home=work)
+    assert as_json.returncode == 1 and json.loads(as_json.stdout)["trace"]["stop_reason"] == "bad_question"
+
+
 @pytest.mark.parametrize(
     "args,message",
     [

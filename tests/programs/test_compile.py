@@ -132,3 +132,13 @@ def test_mipro_on_an_explicit_budget_proposes_instructions_and_keeps_the_best(kg
     assert set(chosen) == PREDICTORS
     assert all(text == original[name] or text.startswith("Proposed instruction") for name, text in chosen.items())
     assert set(prediction.answers) & set(train[12].answers)
+
+
+def test_a_program_compiled_by_the_older_walk_gets_a_clear_error(kg):
+    from pathlib import Path
+
+    from programs.saving import ProgramFileError, load_program
+
+    older = Path(__file__).resolve().parents[2] / "bench" / "results" / "accuracy-local-v1" / "program-bootstrap"
+    with pytest.raises(ProgramFileError, match=r"compiled by an older kgqa.*recompile it with `kgqa compile`"):
+        load_program(older, kg)
