@@ -49,7 +49,7 @@ from programs.saving import load_program, save_program  # noqa: E402
 
 METAQA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "metaqa"
 SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap", "bootstrap-rs", "mipro", "mipro-light")
-DEFAULT_SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap-rs")
+DEFAULT_SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap", "bootstrap-rs")
 BUDGETS = {
     "bootstrap": Budget(demos=3),
     "bootstrap-rs": Budget(demos=3, candidates=2),  # 5 programs scored: zero-shot, labeled, unshuffled, 2 shuffles

@@ -109,15 +109,15 @@ def interleave_depths(examples: Sequence[dspy.Example]) -> list[dspy.Example]:
     return ordered + unlabeled
 
 
-def with_plan_labels(examples: Sequence[dspy.Example], *, kg: KnowledgeGraph | None = None) -> list[dspy.Example]:
-    """Copies of the examples carrying their gold plan as the plan step's fields (`topic`,
-    `hop_targets`, `answer_constraints`). As raw labeled demos they are complete for the plan step
-    only: adapters skip a demo that has none of a step's outputs, so the other steps never see them."""
-    labeled = []
+def plan_demos(examples: Sequence[dspy.Example], *, per_depth: int, kg: KnowledgeGraph | None = None) -> list[dspy.Example]:
+    """Gold plans as demos of the plan step: `per_depth` for each chain length the examples have,
+    taken in their order and alternating lengths (1, 2, 3, 1, 2, 3), so the planner is shown
+    every hop count it must tell apart, whatever a random search drew for the other steps."""
+    by_depth: dict[int, list[dspy.Example]] = {}
     for ex in examples:
         targets = planned_hops(ex, kg)
         if targets:
             topic = ", ".join(getattr(ex, "topic_names", None) or ex.topic_entities)
-            ex = ex.copy(topic=topic, hop_targets=targets, answer_constraints=[])
-        labeled.append(ex)
-    return labeled
+            demo = dspy.Example(question=ex.question, topic=topic, hop_targets=targets, answer_constraints=[])
+            by_depth.setdefault(len(targets), []).append(demo)
+    return [demos[i] for i in range(per_depth) for _, demos in sorted(by_depth.items()) if i < len(demos)]

@@ -4,17 +4,17 @@ has them, so bootstrapped demos come only from walks that were right at every st
 
 Raw labeled demos stay off by default (`max_labeled_demos=0`): a raw training example holds only
 question and answers, which no intermediate step of the walk can use as a demo. Where the
-trainset has gold paths, examples carry their gold plan and `plan_demos` of them reach the plan step.
+trainset has gold paths, the plan step's demos are gold plans, `plan_demos` of each chain length.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import dspy
 
-from optimizers.labels import interleave_depths, labeled_teacher, with_plan_labels
+from optimizers.labels import interleave_depths, labeled_teacher, plan_demos
 from optimizers.metrics import feedback, walk_metric
 
 TELEPROMPTERS = ("none", "labeled", "bootstrap", "bootstrap-rs", "mipro", "mipro-light", "mipro-medium", "gepa", "simba")
@@ -25,7 +25,7 @@ class Budget:
     """Options shared by the teleprompters; each uses the ones that apply to it."""
 
     demos: int = 2  # bootstrapped demos per predictor
-    plan_demos: int = 6  # gold plans added to the plan step's demos, where the trainset has gold paths
+    plan_demos: int = 2  # gold plans per chain length as the plan step's demos, where the trainset has gold paths
     labeled: int = 0  # raw labeled demos per predictor
     rounds: int = 1
     candidates: int = 4  # candidate programs (bootstrap-rs), instruction and demo candidates (mipro), per step (simba)
@@ -118,7 +118,6 @@ def compile_program(
     labeled = teacher is None and name in {"bootstrap", "bootstrap-rs"} and labeled_teacher(trainset) is not None
     if labeled:
         teacher = labeled_teacher(trainset, kg=kg)
-        budget = replace(budget, labeled=budget.demos + budget.plan_demos)  # raw demos reach the plan step only
     teleprompter = make_teleprompter(
         name, metric=metric, budget=budget, teacher=teacher, reflection=reflection, train_size=len(trainset)
     )
@@ -126,10 +125,12 @@ def compile_program(
         return program
     trainset, valset = list(trainset), list(valset) if valset else None
     if labeled:  # the first traces that pass become the demos: let them show every chain length
-        trainset = interleave_depths(with_plan_labels(trainset, kg=kg))
+        trainset = interleave_depths(trainset)
     compiled = _run(teleprompter, name, program, trainset=trainset, valset=valset, budget=budget)
-    if labeled:
-        _drop_unusable_demos(compiled)
+    if labeled and budget.plan_demos and hasattr(compiled, "plan"):
+        # Counting hops is what a small planner gets wrong, and a random search draws demo sets that
+        # may show no 1-hop plan at all: the plan step gets gold plans of every length instead.
+        compiled.plan.demos = plan_demos(trainset, per_depth=budget.plan_demos, kg=kg)
     return compiled
 
 
@@ -150,11 +151,3 @@ def _run(teleprompter, name: str, program: dspy.Module, *, trainset: list, valse
     if name == "gepa":
         return teleprompter.compile(program, trainset=trainset, valset=valset or trainset)
     return teleprompter.compile(program, trainset=trainset, seed=budget.seed)
-
-
-def _drop_unusable_demos(program: dspy.Module) -> None:
-    """Raw labeled demos carrying a gold plan go to every step, and adapters skip them where they
-    hold none of a step's outputs; drop them there, so program.json holds only demos that are shown."""
-    for _, predictor in program.named_predictors():
-        outputs = predictor.signature.output_fields
-        predictor.demos = [d for d in predictor.demos if any(d.get(name) is not None for name in outputs)]

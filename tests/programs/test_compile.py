@@ -91,15 +91,16 @@ def test_compiling_with_gold_paths_bootstraps_right_walks_and_plans_of_every_len
 
     student = gold_oracle([])  # an LM that knows nothing: every demo must come from the labels
     with dspy.context(lm=student, adapter=ConstrainedJSONAdapter()):
-        compiled = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=3, plan_demos=4))
+        compiled = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=3, plan_demos=2))
     plans = compiled.plan.demos
-    assert len(plans) == 3 + 4 and {1, 2} <= {len(d["hop_targets"]) for d in plans}  # bootstrapped, then gold plans
+    assert [len(d["hop_targets"]) for d in plans] == [1, 2, 3, 1, 2, 3]  # gold plans of every length, alternating
     by_question = {ex.question: ex for ex in train}
     assert all(d["hop_targets"] == planned_hops(by_question[d["question"]], kg) for d in plans)
     titanic = planned_hops(by_question["Who starred in Titanic?"], kg)
     assert titanic == ["actor"]  # into the nameless performance and out of it: one hop
     relations = compiled.prune_relations.demos
     assert 0 < len(relations) <= 3 and all(d["relations_to_follow"] and d["augmented"] for d in relations)
+    assert len({d["question"] for d in relations}) == len(relations)  # one per bootstrapped walk
     for demo in relations:  # the chosen relation is on the question's gold path
         gold = {r for r, _ in by_question[demo["question"]].path}
         assert {part.removesuffix(" (reverse)") for r in demo["relations_to_follow"] for part in r.split(" -> ")} <= gold
