@@ -33,6 +33,18 @@ def hop_targets(example: dspy.Example) -> list[str]:
     return [relation.rsplit(".", 1)[-1].replace("_", " ") for relation in paths[0]] if paths else []
 
 
+def topic_kind(example: dspy.Example) -> str:
+    """What the topic entity is: the first kind of MetaQA's question type; else the type a Freebase
+    relation id leaves from (`film.film.directed_by` -> film) when the first hop goes out of it."""
+    qtype = getattr(example, "qtype", None)
+    if qtype:
+        return qtype.split("_to_")[0]
+    path = getattr(example, "path", None)
+    if path and path[0][1] == "out" and path[0][0].count(".") >= 2:
+        return path[0][0].split(".")[1].replace("_", " ")
+    return "entity"
+
+
 def _gold_labels(example: dspy.Example) -> list[list[str]]:
     """The gold relations as the walk labels them, per hop: 'r' or 'r (reverse)', either when unknown."""
     path = getattr(example, "path", None)
@@ -69,12 +81,15 @@ def planned_hops(example: dspy.Example, kg: KnowledgeGraph | None) -> list[str]:
 def labeled_teacher(examples: Sequence[dspy.Example], *, kg: KnowledgeGraph | None = None) -> dspy.LM | None:
     """A scripted LM that plans and chooses relations from the examples' gold paths (None if none has one)."""
     gold = {ex.question: (planned_hops(ex, kg), _gold_labels(ex)) for ex in examples if gold_relation_paths(ex)}
+    kinds = {ex.question: topic_kind(ex) for ex in examples}
     if not gold:
         return None
 
     def plan(inputs):
         targets, _ = gold.get(inputs["question"], ([], []))
-        return {"hop_targets": targets or [inputs["question"]], "answer_constraints": []}
+        targets = targets or [inputs["question"]]
+        return {"topic_kind": kinds.get(inputs["question"], "entity"), "answer_kind": targets[-1], "hop_targets": targets,
+                "answer_constraints": []}
 
     def relations(inputs):
         targets, labels = gold.get(inputs["question"], ([], []))
@@ -87,7 +102,7 @@ def labeled_teacher(examples: Sequence[dspy.Example], *, kg: KnowledgeGraph | No
         return {"relations_to_follow": [r for r in offered if set(r.split(" -> ")) <= wanted][:1]}
 
     return scripted_lm({
-        "hop_targets": plan,
+        "topic_kind": plan,
         "relations_to_follow": relations,
         "entities_to_keep": lambda i: {"entities_to_keep": i["candidate_entities"]},
         "reached_answer": lambda i: {"reached_answer": True},
@@ -118,6 +133,7 @@ def plan_demos(examples: Sequence[dspy.Example], *, per_depth: int, kg: Knowledg
         targets = planned_hops(ex, kg)
         if targets:
             topic = ", ".join(getattr(ex, "topic_names", None) or ex.topic_entities)
-            demo = dspy.Example(question=ex.question, topic=topic, hop_targets=targets, answer_constraints=[])
+            demo = dspy.Example(question=ex.question, topic=topic, topic_kind=topic_kind(ex), answer_kind=targets[-1],
+                                hop_targets=targets, answer_constraints=[])
             by_depth.setdefault(len(targets), []).append(demo)
     return [demos[i] for i in range(per_depth) for _, demos in sorted(by_depth.items()) if i < len(demos)]

@@ -197,6 +197,8 @@ class KGQA(dspy.Module):
         conditions = [c.strip() for c in (out.answer_constraints if out else []) if isinstance(c, str) and c.strip()]
         if not targets:
             run.fallbacks += 1
+        topic_kind, answer_kind = (getattr(out, name, "") if out else "" for name in ("topic_kind", "answer_kind"))
+        targets = _end_at_answer(_start_after_topic(targets, topic_kind), answer_kind)
         return targets[:depth] or [run.question], conditions[:3]
 
     def _missing_relations(self, run: Run, frontier: list[Trail], known: dict) -> dict:
@@ -484,6 +486,28 @@ class KGQA(dspy.Module):
             "dropped_examples": run.dropped[:10],
             "fallbacks": run.fallbacks,
         }
+
+
+def _noun(text: object) -> str:
+    return text.lower().strip().removesuffix("s") if isinstance(text, str) else ""
+
+
+def _start_after_topic(targets: list[str], kind: object) -> list[str]:
+    """Leading hops that reach the topic's own kind are no hops: a small planner counts the topic
+    ("the directors of the films written by [X]" -> writer, movie, director)."""
+    start = 0
+    while start < len(targets) - 1 and _noun(kind) and _noun(targets[start]) == _noun(kind):
+        start += 1
+    return targets[start:]
+
+
+def _end_at_answer(targets: list[str], kind: object) -> list[str]:
+    """A plan whose last hop is not the kind the question asks for, when an earlier hop is, ends
+    there: a small planner adds a hop after the answer ("who starred in [X]" -> actor, movie)."""
+    if not _noun(kind) or not targets or _noun(targets[-1]) == _noun(kind):
+        return targets
+    hits = [i for i, target in enumerate(targets) if _noun(target) == _noun(kind)]
+    return targets[: hits[-1] + 1] if hits else targets
 
 
 def _clear(ranked: list[str], scores: dict[str, float], config: WalkConfig) -> bool:

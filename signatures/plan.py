@@ -7,13 +7,17 @@ import dspy
 class Plan(dspy.Signature):
     """Plan the walk through a knowledge graph that answers the question, before walking it.
 
-    The walk starts at the topic entity and follows one relation per hop. Name what each hop
-    reaches, in order, as a short noun: for "what languages are the films directed by the
-    director of [Heat] in" the hops reach ["director", "movie", "language"]. Use as many hops as
-    the question chains facts, and no more: the walk answers with what the last hop reaches.
+    First name what the topic entity is and what the question asks for, a short noun each. The
+    walk starts at the topic entity and follows one relation per hop. Name what each hop reaches,
+    in order, as a short noun, starting after the topic: for "what languages are the films
+    directed by the director of [Heat] in" the topic is a "movie", the answer kind is "language"
+    and the hops reach ["director", "movie", "language"]. Use as many hops as the question chains
+    facts, and no more: the last hop reaches the answer kind.
     List conditions the answer must meet (a year, a country, a type), or none."""
 
     question: str = dspy.InputField()
     topic: str = dspy.InputField(desc="the entity the walk starts from")
+    topic_kind: str = dspy.OutputField(desc="what the topic entity is, a short noun")
+    answer_kind: str = dspy.OutputField(desc="what the question asks for, a short noun")
     hop_targets: list[str] = dspy.OutputField(desc="what each hop reaches, in order, a short noun each")
     answer_constraints: list[str] = dspy.OutputField(desc="conditions on the answer; empty if none")

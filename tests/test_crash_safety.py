@@ -24,7 +24,7 @@ def records(path: Path) -> list[dict]:
 
 
 def summary_of(stdout: str) -> list[str]:
-    return [line for line in stdout.splitlines() if line.startswith("| ") and "seconds" not in line]
+    return [line for line in stdout.splitlines() if line.startswith("| ") and "seconds" not in line and "s / q" not in line]
 
 
 def test_sigkill_mid_run_then_resume(tmp_path):

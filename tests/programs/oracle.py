@@ -26,7 +26,8 @@ def oracle(
     wanted = list(relations)
     planned = hops if hops is not None else max(1, len(wanted))
     handlers = {
-        "hop_targets": lambda i: {"hop_targets": [f"hop {n + 1}" for n in range(planned)], "answer_constraints": list(conditions)},
+        "topic_kind": lambda i: {"topic_kind": "entity", "answer_kind": f"hop {planned}", "hop_targets": [f"hop {n + 1}" for n in range(planned)],
+                                  "answer_constraints": list(conditions)},
         "relations_to_follow": lambda i: {"relations_to_follow": [r for r in i["candidate_relations"] if r in wanted]},
         "entities_to_keep": lambda i: {"entities_to_keep": keep(i) if keep else i["candidate_entities"]},
         "reached_answer": lambda i: {"reached_answer": reached(i) if reached else True},
@@ -50,13 +51,13 @@ def gold_oracle(examples):
 
     def plan(inputs):
         _, _, hops = by_question.get(inputs["question"], ([], [], 1))
-        return {"hop_targets": [f"hop {n + 1}" for n in range(hops)], "answer_constraints": []}
+        return {"topic_kind": "entity", "answer_kind": f"hop {hops}", "hop_targets": [f"hop {n + 1}" for n in range(hops)], "answer_constraints": []}
 
     def relations(inputs):
         labels, _, _ = by_question.get(inputs["question"], ([], [], 1))
         return {"relations_to_follow": [r for r in inputs["candidate_relations"] if r in labels]}
 
-    return oracle([], hop_targets=plan, relations_to_follow=relations)
+    return oracle([], topic_kind=plan, relations_to_follow=relations)
 
 
 def demo_oracle():

@@ -35,7 +35,7 @@ def test_one_hop(kg, ids):
     trace = pred.trace
     assert trace["stop_reason"] == "plan_done" and trace["depth"] == 1 and trace["planned_hops"] == 1
     # plan, relation prune: one candidate entity and no conditions need no entity prune, the plan says stop
-    assert [key for key, _ in lm.scripted.calls] == ["hop_targets", "relations_to_follow"]
+    assert [key for key, _ in lm.scripted.calls] == ["topic_kind", "relations_to_follow"]
     assert trace["llm_calls"] == 2
     assert trace["relation_path"] == [["film.film.directed_by", "out"]] and trace["hops_walked"] == 1
     assert trace["sparql_queries"] == 3  # topic names, topic relations, neighbours (+ their relations)
@@ -152,7 +152,7 @@ def garbage(inputs):
 
 
 INVENTED = {
-    "hop_targets": lambda i: {"hop_targets": ["the director", "the birthplace"], "answer_constraints": []},
+    "topic_kind": lambda i: {"topic_kind": "film", "answer_kind": "place", "hop_targets": ["the director", "the birthplace"], "answer_constraints": []},
     "relations_to_follow": lambda i: {"relations_to_follow": ["film.film.made_up_relation"]},
     "entities_to_keep": lambda i: {"entities_to_keep": ["Nobody Atall"]},
     "reached_answer": lambda i: {"reached_answer": True},
@@ -262,7 +262,7 @@ def test_choices_go_to_a_constraining_lm_as_a_json_schema(kg, ids):
     relation_schema = by_key["relations_to_follow"]["schema"]["properties"]["relations_to_follow"]
     (offered,) = [i["candidate_relations"] for key, i in lm.scripted.calls if key == "relations_to_follow"]
     assert relation_schema["items"]["enum"] == offered and relation_schema["maxItems"] == 2
-    plan_schema = by_key["hop_targets"]["schema"]["properties"]["hop_targets"]
+    plan_schema = by_key["topic_kind"]["schema"]["properties"]["hop_targets"]
     assert plan_schema["maxItems"] == WalkConfig().depth and plan_schema["minItems"] == 1
     assert by_key["reached_answer"]["schema"]["properties"]["reached_answer"]["type"] == "boolean"
 
@@ -280,18 +280,41 @@ def test_an_lm_without_schemas_gets_the_same_prompt_and_its_near_misses_snap(kg,
 @pytest.mark.parametrize("target,question,answer", [("genre", "What genre is Inception?", "Science Fiction"),
                                                     ("capital", "What is the capital of Austria?", "Vienna")])
 def test_a_hop_whose_target_names_its_relation_needs_no_call(kg, target, question, answer):
-    lm = oracle([], hop_targets=lambda i: {"hop_targets": [target], "answer_constraints": []})
+    lm = oracle([], topic_kind=lambda i: {"topic_kind": "entity", "answer_kind": target, "hop_targets": [target], "answer_constraints": []})
     pred = ask(kg, lm, question)
     assert pred.answers == [answer]
-    assert [key for key, _ in lm.scripted.calls] == ["hop_targets"]  # the plan, and nothing to decide after it
+    assert [key for key, _ in lm.scripted.calls] == ["topic_kind"]  # the plan, and nothing to decide after it
 
 
 def test_a_target_close_to_two_relations_is_still_asked(kg):
-    lm = oracle(["film.film.directed_by"], hop_targets=lambda i: {"hop_targets": ["director"], "answer_constraints": []})
+    lm = oracle(["film.film.directed_by"], topic_kind=lambda i: {"topic_kind": "entity", "answer_kind": "director", "hop_targets": ["director"], "answer_constraints": []})
     pred = ask(kg, lm, "Who directed Parasite?")
     assert pred.answers == ["Bong Joon-ho"]
     (call,) = [i for key, i in lm.scripted.calls if key == "relations_to_follow"]
     assert set(call["candidate_relations"][:2]) == {"film.film.directed_by", "film.director.film (reverse)"}  # most similar first
-    never = ask(kg, oracle(["film.film.genre"], hop_targets=lambda i: {"hop_targets": ["genre"], "answer_constraints": []}),
+    never = ask(kg, oracle(["film.film.genre"], topic_kind=lambda i: {"topic_kind": "entity", "answer_kind": "genre", "hop_targets": ["genre"], "answer_constraints": []}),
                 "What genre is Inception?", clear_similarity=1.0)
     assert never.trace["llm_calls"] == 2  # clear_similarity 1.0: every choice goes to the model
+
+
+@pytest.mark.parametrize("kind,targets,walked", [
+    ("actor", ["actor", "movie"], ["actor"]),  # a hop after the answer: the plan ends at the answer
+    ("movie", ["director", "movie"], ["director", "movie"]),  # the answer is the last hop: kept
+    ("year", ["director", "movie"], ["director", "movie"]),  # no hop reaches the answer kind: kept
+    ("Actors", ["actor", "movie", "actor", "genre"], ["actor", "movie", "actor"]),  # the last hop of that kind
+])
+def test_a_plan_ends_at_the_hop_that_reaches_the_answer_kind(kind, targets, walked):
+    from programs.kgqa import _end_at_answer
+
+    assert _end_at_answer(targets, kind) == walked
+
+
+@pytest.mark.parametrize("kind,targets,walked", [
+    ("writer", ["writer", "movie", "director"], ["movie", "director"]),  # the topic counted as a hop
+    ("movie", ["director", "movie", "genre"], ["director", "movie", "genre"]),  # the topic's kind later on: kept
+    ("movie", ["movie"], ["movie"]),  # never an empty plan
+])
+def test_a_plan_starts_after_the_topic(kind, targets, walked):
+    from programs.kgqa import _start_after_topic
+
+    assert _start_after_topic(targets, kind) == walked
