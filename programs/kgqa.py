@@ -225,20 +225,19 @@ class KGQA(dspy.Module):
         candidates = sorted(names, key=lambda name: (-scores[name], name))
         if _clear(candidates, scores, run.config):  # the target names its relation: no decision to make
             return [(trail, offered[candidates[0]], 1.0) for trail, labels in by_trail if candidates[0] in labels]
-        picked = self._pick(
-            run,
-            self.prune_relations,
-            offered="candidate_relations",
-            chosen="relations_to_follow",
-            candidates=candidates,
-            limit=run.config.relations_per_entity,
-            query=f"{target} {run.question}",
-            question=run.question,
-            plan=run.hop_targets,
-            hop=f"hop {run.depth} of {max(run.depth, len(run.hop_targets))}: {target}",
+        picked = self._pick_relations(
+            run, candidates, hop=f"hop {run.depth} of {max(run.depth, len(run.hop_targets))}: {target}",
             entity=render.several([render.node_label(t.end) for t in frontier]),
         )
         return [(trail, offered[label], score) for label, score in picked for trail, labels in by_trail if label in labels]
+
+    def _pick_relations(self, run: Run, candidates: list[str], *, hop: str, entity: str) -> list[tuple[str, float]]:
+        """The relation prune step: which of the candidates take this hop of the plan."""
+        return self._pick(
+            run, self.prune_relations, offered="candidate_relations", chosen="relations_to_follow", candidates=candidates,
+            limit=run.config.relations_per_entity, query=f"{self._hop_target(run)} {run.question}",
+            question=run.question, plan=run.hop_targets, hop=hop, entity=entity,
+        )
 
     def _hop_target(self, run: Run) -> str:
         """What the plan says this hop reaches ('one hop further' past a plan the judge found short)."""
@@ -299,17 +298,8 @@ class KGQA(dspy.Module):
         target = self._hop_target(run)
         for first, through in by_first.items():
             labels = {" -> ".join(map(render.relation_label, g.edges)): g.edges for g in through}
-            picked = self._pick(
-                run,
-                self.prune_relations,
-                offered="candidate_relations",
-                chosen="relations_to_follow",
-                candidates=list(labels),
-                limit=run.config.relations_per_entity,
-                query=f"{run.question} {target}",
-                question=run.question,
-                plan=run.hop_targets,
-                hop=f"hop {run.depth}, through {render.relation_label(first)}: {target}",
+            picked = self._pick_relations(
+                run, list(labels), hop=f"hop {run.depth}, through {render.relation_label(first)}: {target}",
                 entity=render.several([render.node_label(g.trail.end) for g in through]),
             )
             keep = {labels[label] for label, _ in picked}
