@@ -18,7 +18,7 @@ import dspy
 
 from kg import Direction, KnowledgeGraph
 from kgqa.lm.scripted import scripted_lm
-from optimizers.metrics import gold_relation_paths
+from optimizers.metrics import gold_paths, gold_relation_paths
 
 _HOP = re.compile(r"^hop (\d+)")
 
@@ -47,16 +47,11 @@ def topic_kind(example: dspy.Example) -> str:
 
 def _gold_labels(example: dspy.Example) -> list[list[str]]:
     """The gold relations as the walk labels them, per hop: 'r' or 'r (reverse)', either when unknown."""
-    path = getattr(example, "path", None)
-    qtype = getattr(example, "qtype", None)
-    if path or qtype:
-        if qtype and not path:
-            from data.metaqa import qtype_path
-
-            path = qtype_path(qtype)
-        return [[r if d == "out" else f"{r} (reverse)"] for r, d in path]
-    paths = gold_relation_paths(example)
-    return [[r, f"{r} (reverse)"] for r in paths[0]] if paths else []
+    paths = gold_paths(example)
+    if not paths:
+        return []
+    labels = {"out": lambda r: [r], "in": lambda r: [f"{r} (reverse)"], None: lambda r: [r, f"{r} (reverse)"]}
+    return [labels[direction](relation) for relation, direction in paths[0]]
 
 
 def planned_hops(example: dspy.Example, kg: KnowledgeGraph | None) -> list[str]:

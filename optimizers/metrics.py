@@ -95,22 +95,28 @@ def feedback(example, prediction, trace=None, pred_name=None, pred_trace=None) -
 
 
 
-def gold_relation_paths(example: dspy.Example) -> list[list[str]]:
-    """The gold relation paths of an example, relation ids only (directions differ between graphs):
-    the demo's `path`, MetaQA's `qtype`, RoG/CWQ's `ground_paths`; none when the data has none."""
+def gold_paths(example: dspy.Example) -> list[list[tuple[str, str | None]]]:
+    """The gold relation paths of an example as (relation, direction) pairs, direction "out", "in"
+    or None where the data does not say: the demo's `path`, MetaQA's `qtype`, RoG/CWQ's
+    `ground_paths`; none when the data has none."""
     path = getattr(example, "path", None)
     if path:
-        return [[relation for relation, _ in path]]
+        return [[(relation, direction) for relation, direction in path]]
     qtype = getattr(example, "qtype", None)
     if qtype:
         from data.metaqa import qtype_path
 
         try:
-            return [[relation for relation, _ in qtype_path(qtype)]]
+            return [qtype_path(qtype)]
         except ValueError:
             return []
     ground = getattr(example, "ground_paths", None) or []
-    return [list(p) for p in ground if isinstance(p, (list, tuple)) and p]
+    return [[(relation, None) for relation in p] for p in ground if isinstance(p, (list, tuple)) and p]
+
+
+def gold_relation_paths(example: dspy.Example) -> list[list[str]]:
+    """The gold relation paths, relation ids only (directions differ between graphs)."""
+    return [[relation for relation, _ in path] for path in gold_paths(example)]
 
 
 @dataclass(frozen=True)

@@ -115,9 +115,10 @@ def compile_program(
     teleprompters take their demos from a teacher that follows the gold relation paths where the
     trainset has them (`optimizers.labels`), unless a teacher LM is given."""
     kg = getattr(program, "kg", None)
-    labeled = teacher is None and name in {"bootstrap", "bootstrap-rs"} and labeled_teacher(trainset) is not None
-    if labeled:
+    labeled = False
+    if teacher is None and name in {"bootstrap", "bootstrap-rs"}:
         teacher = labeled_teacher(trainset, kg=kg)
+        labeled = teacher is not None
     teleprompter = make_teleprompter(
         name, metric=metric, budget=budget, teacher=teacher, reflection=reflection, train_size=len(trainset)
     )

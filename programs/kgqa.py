@@ -2,10 +2,11 @@
 
     topic entities (given, or linked by label) -> plan (how many hops, what each reaches,
     conditions on the answer) -> per planned hop:
-        relations of the frontier -> relation prune (one constrained choice per group of
-        entities offered the same relations) -> neighbours (CVT nodes stepped through) ->
-        entity prune (only when the answer has conditions) -> (reflection, only at a dead end)
-    -> judge: did the last hop reach the asked kind? if not, one hop more -> answers ranked
+        relations of the frontier -> relation prune (one constrained choice for the whole
+        frontier; none when the hop's target names its relation) -> neighbours (CVT nodes
+        stepped through) -> entity prune (only when the answer has conditions) ->
+        (reflection, only at a dead end)
+    -> (opt-in judge: did the last hop reach the asked kind? if not, one hop more) -> answers ranked
 
 | step | method | predictor | signature | file |
 |---|---|---|---|---|
@@ -141,7 +142,10 @@ class KGQA(dspy.Module):
             steps = self._prune_relations(run, frontier, relations)
             kept: list[Trail] = []
             if steps:
-                candidates, relations = self._follow(run, steps, more=True)
+                # the relations around what is reached serve the next hop, or stepping through CVT nodes:
+                # after the plan's last hop, on a graph without CVTs and with no judge to add a hop, none
+                more = run.depth < hops or run.config.judge or run.kg.profile.step_through_unnamed
+                candidates, relations = self._follow(run, steps, more=more)
                 kept = self._keep_entities(run, candidates)
             if not kept:  # a dead end: resume from entities passed a hop before, or stop
                 resumed = self._reflect(run, frontier)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kg import Direction, Edge, Node
-from programs.trails import Fact, Trail
+from programs.trails import Trail
 
 
 def relation_label(edge: Edge) -> str:
@@ -17,14 +17,6 @@ def relation_words(label: str) -> str:
 
 def node_label(node: Node) -> str:
     return node.label
-
-
-def fact_text(fact: Fact) -> str:
-    return f"{node_label(fact.subject)} | {fact.relation} | {node_label(fact.object)}"
-
-
-def fact_triple(fact: Fact) -> list[str]:
-    return [node_label(fact.subject), fact.relation, node_label(fact.object)]
 
 
 def path_text(trail: Trail) -> str:

@@ -19,15 +19,6 @@ class Hop:
 
 
 @dataclass(frozen=True)
-class Fact:
-    """A triple as the graph holds it: subject -relation-> object."""
-
-    subject: Node
-    relation: str
-    object: Node
-
-
-@dataclass(frozen=True)
 class Trail:
     topic: Node
     hops: tuple[Hop, ...] = ()
@@ -52,19 +43,3 @@ class Trail:
 
     def nodes(self) -> list[Node]:
         return [self.topic, *(hop.node for hop in self.hops)]
-
-    def facts(self, since: int = 0) -> list[Fact]:
-        """The triples along the trail, from hop `since` on, oriented as stored."""
-        facts = []
-        nodes = self.nodes()
-        for i, hop in enumerate(self.hops[since:], since):
-            before = nodes[i]
-            if hop.direction is Direction.OUT:
-                facts.append(Fact(before, hop.relation, hop.node))
-            else:
-                facts.append(Fact(hop.node, hop.relation, before))
-        return facts
-
-    def answer_candidates(self, topics: set[str]) -> list[Node]:
-        """Nodes on the trail that may answer: not a topic entity, not a nameless (CVT) node."""
-        return [n for n in self.nodes()[1:] if n.id not in topics and (n.literal or n.name)]
