@@ -51,8 +51,8 @@ METAQA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "metaq
 SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap", "bootstrap-rs", "mipro", "mipro-light")
 DEFAULT_SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap", "bootstrap-rs")
 BUDGETS = {
-    "bootstrap": Budget(demos=3),
-    "bootstrap-rs": Budget(demos=3, candidates=2),  # 5 programs scored: zero-shot, labeled, unshuffled, 2 shuffles
+    "bootstrap": Budget(demos=3, plan_demos=50),
+    "bootstrap-rs": Budget(demos=3, plan_demos=50, candidates=2),  # 5 programs scored: zero-shot, labeled, unshuffled, 2 shuffles
     "mipro": Budget(demos=2, candidates=3, trials=5),
     "mipro-light": Budget(demos=2),
 }
@@ -173,7 +173,7 @@ def report(out: Path, systems: list[str], per_hop: int, test: dict[int, list]) -
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--per-hop", type=int, default=30)
-    parser.add_argument("--train", type=int, default=60, help="compile questions over all hops (disjoint from the test sample)")
+    parser.add_argument("--train", type=int, default=150, help="compile questions over all hops (disjoint from the test sample)")
     parser.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS), help=f"of {', '.join(SYSTEMS)}")
     parser.add_argument("--lm", default="local")
     parser.add_argument("--seed", type=int, default=0)

@@ -24,13 +24,23 @@ _HOP = re.compile(r"^hop (\d+)")
 
 
 def hop_targets(example: dspy.Example) -> list[str]:
-    """What each gold hop reaches, as a short noun: MetaQA's question type names them
-    (`movie_to_director_to_movie` -> director, movie); else the gold relations' last words."""
+    """What each gold hop reaches and through which relation, as the plan step names them:
+    `kind (relation words)`. MetaQA's question type names the kinds (`movie_to_director_to_movie`
+    -> "director (directed by)", "movie (directed by)"); elsewhere the gold relations' last words."""
     qtype = getattr(example, "qtype", None)
     if qtype:
-        return [kind.replace("imdb", "imdb ").replace("tags", "tag") for kind in qtype.split("_to_")[1:]]
+        kinds = [kind.replace("imdb", "imdb ").replace("tags", "tag") for kind in qtype.split("_to_")[1:]]
+        paths = gold_relation_paths(example)
+        if paths and len(paths[0]) == len(kinds):
+            return [f"{kind} ({relation.replace('_', ' ')})" for kind, relation in zip(kinds, paths[0])]
+        return kinds
     paths = gold_relation_paths(example)
     return [relation.rsplit(".", 1)[-1].replace("_", " ") for relation in paths[0]] if paths else []
+
+
+def kind_of(target: str) -> str:
+    """The kind a hop target names: "movie (directed by)" -> "movie"."""
+    return target.split(" (", 1)[0].strip()
 
 
 def topic_kind(example: dspy.Example) -> str:
@@ -83,7 +93,7 @@ def labeled_teacher(examples: Sequence[dspy.Example], *, kg: KnowledgeGraph | No
     def plan(inputs):
         targets, _ = gold.get(inputs["question"], ([], []))
         targets = targets or [inputs["question"]]
-        return {"topic_kind": kinds.get(inputs["question"], "entity"), "answer_kind": targets[-1], "hop_targets": targets,
+        return {"topic_kind": kinds.get(inputs["question"], "entity"), "answer_kind": kind_of(targets[-1]), "hop_targets": targets,
                 "answer_constraints": []}
 
     def relations(inputs):
@@ -128,7 +138,7 @@ def plan_demos(examples: Sequence[dspy.Example], *, per_depth: int, kg: Knowledg
         targets = planned_hops(ex, kg)
         if targets:
             topic = ", ".join(getattr(ex, "topic_names", None) or ex.topic_entities)
-            demo = dspy.Example(question=ex.question, topic=topic, topic_kind=topic_kind(ex), answer_kind=targets[-1],
+            demo = dspy.Example(question=ex.question, topic=topic, topic_kind=topic_kind(ex), answer_kind=kind_of(targets[-1]),
                                 hop_targets=targets, answer_constraints=[])
             by_depth.setdefault(len(targets), []).append(demo)
     return [demos[i] for i in range(per_depth) for _, demos in sorted(by_depth.items()) if i < len(demos)]

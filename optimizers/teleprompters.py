@@ -4,7 +4,8 @@ has them, so bootstrapped demos come only from walks that were right at every st
 
 Raw labeled demos stay off by default (`max_labeled_demos=0`): a raw training example holds only
 question and answers, which no intermediate step of the walk can use as a demo. Where the
-trainset has gold paths, the plan step's demos are gold plans, `plan_demos` of each chain length.
+trainset has gold paths, the plan step's demos are a pool of gold plans, `plan_demos` of each chain
+length; a walk shows each question the few nearest it (`WalkConfig.demos_per_call`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ class Budget:
     """Options shared by the teleprompters; each uses the ones that apply to it."""
 
     demos: int = 2  # bootstrapped demos per predictor
-    plan_demos: int = 2  # gold plans per chain length as the plan step's demos, where the trainset has gold paths
+    plan_demos: int = 20  # gold plans per chain length as the plan step's demo pool, where the trainset has gold
+    # paths; each question is shown the WalkConfig.demos_per_call nearest
     labeled: int = 0  # raw labeled demos per predictor
     rounds: int = 1
     candidates: int = 4  # candidate programs (bootstrap-rs), instruction and demo candidates (mipro), per step (simba)

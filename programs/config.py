@@ -26,6 +26,8 @@ class WalkConfig:
         clear_similarity, and ahead of the next by clear_margin ("actor" -> starred_actors), is taken
         without asking the model; 1.0 asks the model always.
     max_llm_calls: hard cap on LLM calls for one question.
+    demos_per_call: demos shown in one call at most; a step compiled with more (a pool of gold plans)
+        shows the ones whose questions are nearest the question asked.
     snap_cutoff: how close (0..1, difflib ratio) a model's selection must be to a candidate to snap to it.
     """
 
@@ -43,6 +45,7 @@ class WalkConfig:
     clear_similarity: float = 0.55
     clear_margin: float = 0.08
     max_llm_calls: int = 12
+    demos_per_call: int = 4
     snap_cutoff: float = 0.85
 
     def __post_init__(self) -> None:

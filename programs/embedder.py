@@ -12,10 +12,13 @@ class Embedder:
     Shared, not copied, when DSPy deep-copies a program.
     """
 
+    CACHE_SIZE = 50_000  # vectors kept; the cache starts over past it
+
     def __init__(self, model_path: str | None = None) -> None:
         self._model_path = model_path
         self._model = None
         self._lock = threading.Lock()
+        self._cache: dict = {}
 
     def __deepcopy__(self, memo: dict) -> Embedder:
         return self
@@ -38,8 +41,22 @@ class Embedder:
         """Cosine similarity of each text to `query`."""
         if not texts:
             return []
-        vectors = self.model.encode([query, *texts], normalize_embeddings=True, convert_to_numpy=True)
+        vectors = self._vectors([query, *texts])
         return [float(score) for score in vectors[1:] @ vectors[0]]
+
+    def _vectors(self, texts: Sequence[str]):
+        """Unit vectors of `texts`; each text is encoded once (relation labels and demo questions recur)."""
+        import numpy as np
+
+        vectors = {text: self._cache.get(text) for text in texts}
+        missing = [text for text, vector in vectors.items() if vector is None]
+        if missing:
+            encoded = dict(zip(missing, self.model.encode(missing, normalize_embeddings=True, convert_to_numpy=True)))
+            vectors.update(encoded)
+            if len(self._cache) > self.CACHE_SIZE:
+                self._cache = {}
+            self._cache.update(encoded)
+        return np.stack([vectors[text] for text in texts])
 
     def rank(self, query: str, texts: Sequence[str]) -> list[int]:
         """Indices of `texts`, most similar to `query` first (ties keep their order)."""

@@ -58,6 +58,7 @@ class Run:
     topics: list[Node] = field(default_factory=list)
     hop_targets: list[str] = field(default_factory=list)  # the plan: what each hop reaches
     conditions: list[str] = field(default_factory=list)  # the plan: what the answer must satisfy
+    raw_plan: dict = field(default_factory=dict)  # the plan step's output before its hops were trimmed
     seen: dict[str, Trail] = field(default_factory=dict)
     final: list[Trail] = field(default_factory=list)
     depth: int = 0
@@ -202,6 +203,7 @@ class KGQA(dspy.Module):
         if not targets:
             run.fallbacks += 1
         topic_kind, answer_kind = (getattr(out, name, "") if out else "" for name in ("topic_kind", "answer_kind"))
+        run.raw_plan = {"topic_kind": topic_kind, "answer_kind": answer_kind, "hop_targets": targets}
         targets = _end_at_answer(_start_after_topic(targets, topic_kind), answer_kind)
         return targets[:depth] or [run.question], conditions[:3]
 
@@ -449,11 +451,20 @@ class KGQA(dspy.Module):
             return None
         run.llm_calls += 1
         try:
-            return predictor(**inputs)
+            return predictor(**inputs, demos=self._shown_demos(predictor, run.question))
         except Exception as exc:  # the LM or its adapter failed: the walk falls back and goes on
             run.llm_failures += 1
             run.dropped.append(f"{type(exc).__name__}: {str(exc)[:200]}")
             return None
+
+    def _shown_demos(self, predictor: dspy.Predict, question: str) -> list:
+        """The predictor's demos, or, when it holds more than `demos_per_call`, the ones whose
+        questions are nearest this one, nearest last (next to the question)."""
+        pool, k = predictor.demos, self.config.demos_per_call
+        if len(pool) <= k:
+            return pool
+        nearest = self.embedder.rank(question, [str(demo.get("question", "")) for demo in pool])[:k]
+        return [pool[i] for i in reversed(nearest)]
 
     def _trace(self, run: Run, usage) -> dict:
         totals = usage.get_total_tokens()
@@ -468,6 +479,7 @@ class KGQA(dspy.Module):
             "depth": run.depth,
             "planned_hops": len(run.hop_targets),
             "plan": run.hop_targets,
+            "raw_plan": run.raw_plan,
             "conditions": run.conditions,
             "extended_hops": run.extended,
             "hops_walked": best.steps if best else 0,
@@ -483,7 +495,8 @@ class KGQA(dspy.Module):
 
 
 def _noun(text: object) -> str:
-    return text.lower().strip().removesuffix("s") if isinstance(text, str) else ""
+    """The kind a plan names, singular: "Movies (directed by)" -> "movie"."""
+    return text.split("(", 1)[0].lower().strip().removesuffix("s") if isinstance(text, str) else ""
 
 
 def _start_after_topic(targets: list[str], kind: object) -> list[str]:
