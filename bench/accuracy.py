@@ -1,24 +1,31 @@
-"""Accuracy and cost on MetaQA, side by side, on one LM and one KG.
+"""Accuracy and cost, side by side, on one LM and one KG: MetaQA or CWQ-mini (`--dataset`).
 
-For 1-, 2- and 3-hop MetaQA dev questions (`kb_exact` rows), a seeded sample per hop is answered by:
+MetaQA (`--dataset metaqa`, the default): a seeded sample of 1-, 2- and 3-hop dev questions
+(`kb_exact` rows) per hop, over the MetaQA KB. CWQ-mini (`--dataset cwq-mini`): a seeded sample of
+`cwq_mini_test` questions (ComplexWebQuestions in RoG's row format, `../shared/data/cwq_mini/`),
+over one store holding the graphs of every sampled row (they are cut from one union graph), with
+the ceiling `answerable@3` (some answer within 3 undirected hops of a topic entity in the row's own
+graph) and Hits@1 per `compositionality_type`. Answered by:
 - llm-only: the LM from its own knowledge (no KG);
-- floor: no LM, every choice by embedding similarity, walked to the question's hop count
-  (it has no way to stop by itself: a floor, told the depth);
+- floor: no LM, every choice by embedding similarity, walked to the question's hop count on
+  MetaQA (a floor told the depth), 2 hops on CWQ-mini;
 - uncompiled: the program as written;
-- bootstrap-rs (the compiled program shipped), bootstrap, mipro, mipro-light: the program compiled
-  on a disjoint seeded sample of dev questions (a third per hop; `--train`, default 60), with
-  intermediate labels: each question type's gold relation path drives the teacher that writes
-  the demos, and `walk_metric` scores answers, paths and depths. `bootstrap-rs` holds out 15 of
-  them to score 5 candidate programs (zero-shot, labeled, unshuffled and 2 shuffled bootstraps).
-Per system and hop: Hits@1, Hit@any, F1, LLM calls, input and output tokens, SPARQL queries, mean
-and median seconds per question, and how many wrong answers stopped before, at and past the gold
-depth. Writes `table.md`, `accuracy_vs_tokens.png`, the compiled programs (their `config.json`
-gives the compile time) and per-run JSONL records (rerunning resumes them) to the results
-directory, and logs it all to one MLflow run. Seconds depend on the engine: quote them with the
-engine speed `kgqa doctor` reports. The reference run on the local LM is in
-`bench/results/accuracy-local/` (seed 0) and `accuracy-local-seed1/`.
+- bootstrap, bootstrap-rs, mipro, mipro-light: the program compiled on a disjoint seeded sample
+  of dev questions (`--train`, default 150; a third per hop on MetaQA, `cwq_mini_dev` rows on
+  CWQ-mini) with intermediate labels: the gold relation paths (MetaQA's question types, CWQ's
+  RoG `ground_paths`, never shown at answer time) drive the teacher that writes the demos and the
+  plan step's pool of gold plans, and `walk_metric` scores answers, paths and depths.
+  `bootstrap-rs` holds out 15 of them to score 5 candidate programs.
+Per system and sample: Hits@1, Hit@any, F1, LLM calls, input and output tokens, SPARQL queries,
+mean and median seconds per question, and how many wrong answers stopped before, at and past the
+gold depth. Writes `table.md`, `accuracy_vs_tokens.png`, the compiled programs (their
+`config.json` gives the compile time) and per-run JSONL records (rerunning resumes them) to the
+results directory, and logs it all to one MLflow run. Seconds depend on the engine: quote them
+with the engine speed `kgqa doctor` reports. Reference runs on the local LM are in
+`bench/results/accuracy-local*/` and `bench/results/cwq-mini-local/`.
 
-    .venv/bin/python -m bench.accuracy --per-hop 30 [--seed 1] [--systems floor,uncompiled,bootstrap-rs] [--lm local]
+    .venv/bin/python -m bench.accuracy --per-hop 30 [--seed 1] [--systems floor,uncompiled,bootstrap] [--lm local]
+    .venv/bin/python -m bench.accuracy --dataset cwq-mini --per-hop 100 --systems llm-only,floor,uncompiled,bootstrap
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import random
 import re
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -38,18 +46,23 @@ import dspy  # noqa: E402
 
 from data.jsonl import load_jsonl  # noqa: E402
 from data.metaqa import kb_triples  # noqa: E402
+from data.rog import graph_triples, load_rog  # noqa: E402
 from kg import EmbeddedStore, KnowledgeGraph  # noqa: E402
+from kg.profiles import ROG  # noqa: E402
 from optimizers import tracking  # noqa: E402
 from optimizers.evaluate import Summary, evaluate, read_records, summarize  # noqa: E402
-from optimizers.metrics import gold_relation_paths  # noqa: E402
+from optimizers.metrics import gold_relation_paths, matches  # noqa: E402
 from optimizers.teleprompters import Budget, compile_program  # noqa: E402
 from programs import KGQA, WalkConfig  # noqa: E402
 from programs.baselines import LLMOnly, SimilarityWalk  # noqa: E402
 from programs.saving import load_program, save_program  # noqa: E402
 
-METAQA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "metaqa"
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+METAQA = SHARED / "metaqa"
+CWQ_MINI = SHARED / "cwq_mini"
+DATASETS = ("metaqa", "cwq-mini")
 SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap", "bootstrap-rs", "mipro", "mipro-light")
-DEFAULT_SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap", "bootstrap-rs")
+DEFAULT_SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap")
 BUDGETS = {
     "bootstrap": Budget(demos=3, plan_demos=50),
     "bootstrap-rs": Budget(demos=3, plan_demos=50, candidates=2),  # 5 programs scored: zero-shot, labeled, unshuffled, 2 shuffles
@@ -58,9 +71,24 @@ BUDGETS = {
 }
 VALIDATION = {"bootstrap-rs": 15, "mipro": 4, "mipro-light": 4}  # compile questions held out to score candidates
 HOPS = (1, 2, 3)
+CWQ_FLOOR_DEPTH = 2  # CWQ chains a WebQSP relation (often through a CVT node) with one constraint
+HIDDEN = ("type.object.", "common.", "freebase.")  # relations the rog profile hides
 
 
-def samples(per_hop: int, train: int, seed: int, metaqa: Path):
+@dataclass
+class Bench:
+    """One dataset's side of the bench: the KG, the test samples by name, the compile questions."""
+
+    dataset: str
+    kg: KnowledgeGraph
+    test: dict[str, list[dspy.Example]]  # "1hop", "2hop", "3hop" on MetaQA; "test" on CWQ-mini
+    train: list[dspy.Example]
+
+    def floor_depth(self, sample: str) -> int:
+        return int(sample.removesuffix("hop")) if sample.endswith("hop") else CWQ_FLOOR_DEPTH
+
+
+def metaqa_samples(per_hop: int, train: int, seed: int, metaqa: Path):
     """Disjoint seeded samples: `per_hop` test questions per hop, and `train` compile questions
     (a third per hop) from the rest. The test questions are drawn as the first reference run drew
     them (with 12 more per hop), so tables with the same seed compare the same questions."""
@@ -68,31 +96,64 @@ def samples(per_hop: int, train: int, seed: int, metaqa: Path):
     test, pool = {}, []
     for hop in HOPS:
         rows = [ex for ex in load_jsonl(metaqa / "qa" / f"metaqa_{hop}hop_dev.jsonl") if ex.kb_exact]
-        test[hop] = rng.sample(rows, per_hop + 12)[:per_hop]
-        taken = {ex.id for ex in test[hop]}
+        test[f"{hop}hop"] = rng.sample(rows, per_hop + 12)[:per_hop]
+        taken = {ex.id for ex in test[f"{hop}hop"]}
         share = train // len(HOPS) + (hop <= train % len(HOPS))
         pool += draw.sample([ex for ex in rows if ex.id not in taken], share)
     return test, draw.sample(pool, len(pool))
 
 
-def build(system: str, kg: KnowledgeGraph, trainset, out: Path, walk: WalkConfig, hop: int):
+def metaqa_bench(per_hop: int, train: int, seed: int, metaqa: Path) -> Bench:
+    test, trainset = metaqa_samples(per_hop, train, seed, metaqa)
+    store = EmbeddedStore()
+    store.add_triples(kb_triples(metaqa / "kb.txt"))
+    return Bench("metaqa", KnowledgeGraph(store, profile="metaqa"), test, trainset)
+
+
+def cwq_bench(size: int, train: int, seed: int, cwq: Path) -> Bench:
+    """`size` seeded `cwq_mini_test` questions and `train` seeded `cwq_mini_dev` questions, over
+    one store built from all their graphs (each row's graph is cut from the same union graph)."""
+    test = random.Random(seed).sample(list(load_rog(cwq / "cwq_mini_test.jsonl.gz")), size)
+    trainset = random.Random(f"compile-{seed}").sample(list(load_rog(cwq / "cwq_mini_dev.jsonl.gz")), train)
+    triples = dict.fromkeys(tuple(t) for ex in [*test, *trainset] for t in ex.graph)
+    store = EmbeddedStore()
+    store.add_triples(graph_triples(triples))
+    return Bench("cwq-mini", KnowledgeGraph(store, profile=ROG), {"test": test}, trainset)
+
+
+def answerable(example: dspy.Example, hops: int = 3) -> bool:
+    """Some gold answer is within `hops` undirected hops of a topic entity in the row's own graph
+    (relations the rog profile hides left out): the ceiling of a walk over that graph."""
+    around: dict[str, set[str]] = {}
+    for head, relation, tail in example.graph:
+        if not relation.startswith(HIDDEN):
+            around.setdefault(head, set()).add(tail)
+            around.setdefault(tail, set()).add(head)
+    seen = frontier = {e for e in example.topic_entities if e in around}
+    for _ in range(hops):
+        frontier = {n for node in frontier for n in around[node]} - seen
+        seen = seen | frontier
+    return any(matches(node, gold) and matches(gold, node) for node in seen for gold in example.answers)
+
+
+def build(system: str, bench: Bench, out: Path, walk: WalkConfig, sample: str):
     if system == "llm-only":
         return LLMOnly()
     if system == "floor":
-        return SimilarityWalk(kg, config=WalkConfig(**{**walk.to_dict(), "depth": hop}))
+        return SimilarityWalk(bench.kg, config=WalkConfig(**{**walk.to_dict(), "depth": bench.floor_depth(sample)}))
     if system == "uncompiled":
-        return KGQA(kg, config=walk)
+        return KGQA(bench.kg, config=walk)
     directory = out / f"program-{system}"
-    if not (directory / "program.json").exists():  # compile once, reuse across hops and reruns
+    if not (directory / "program.json").exists():  # compile once, reuse across samples and reruns
         held = VALIDATION.get(system, 0)
-        train, val = (trainset[:-held], trainset[-held:]) if held else (trainset, None)
+        train, val = (bench.train[:-held], bench.train[-held:]) if held else (bench.train, None)
         start = time.perf_counter()
-        compiled = compile_program(KGQA(kg, config=walk), system, trainset=train, valset=val, budget=BUDGETS[system])
+        compiled = compile_program(KGQA(bench.kg, config=walk), system, trainset=train, valset=val, budget=BUDGETS[system])
         minutes = (time.perf_counter() - start) / 60
-        save_program(compiled, directory, settings={"kg": "metaqa", "optimizer": system, "train": len(train),
+        save_program(compiled, directory, settings={"kg": bench.dataset, "optimizer": system, "train": len(train),
                                                      "valset": len(val or []), "compile_minutes": round(minutes, 1)})
         print(f"compiled {system} on {len(train)} questions (+{len(val or [])} validation) in {minutes:.1f} min", flush=True)
-    return load_program(directory, kg)
+    return load_program(directory, bench.kg)
 
 
 def stopped(records: list[dict], examples: dict) -> tuple[int, int, int]:
@@ -109,21 +170,38 @@ def stopped(records: list[dict], examples: dict) -> tuple[int, int, int]:
     return early, at, past
 
 
-def table(results: dict[tuple[str, int], Summary], stops: dict[tuple[str, int], tuple[int, int, int]] | None = None) -> str:
-    head = ("| system | hop | n | Hits@1 | Hit@any | F1 | LLM calls | in tokens | out tokens | SPARQL | s/q mean | s/q median "
+def table(results: dict[tuple[str, str], Summary], stops: dict[tuple[str, str], tuple[int, int, int]] | None = None) -> str:
+    head = ("| system | sample | n | Hits@1 | Hit@any | F1 | LLM calls | in tokens | out tokens | SPARQL | s/q mean | s/q median "
             "| wrong: early / at / past gold depth |")
     lines = [head, "|---" * (head.count("|") - 1) + "|"]
-    for (system, hop), s in results.items():
-        early, at, past = (stops or {}).get((system, hop), ("-", "-", "-"))
+    for (system, sample), s in results.items():
+        early, at, past = (stops or {}).get((system, sample), ("-", "-", "-"))
         lines.append(
-            f"| {system} | {hop} | {s.questions} | {s.hits1:.3f} | {s.hit_any:.3f} | {s.f1:.3f} | {s.llm_calls:.1f} | "
+            f"| {system} | {sample} | {s.questions} | {s.hits1:.3f} | {s.hit_any:.3f} | {s.f1:.3f} | {s.llm_calls:.1f} | "
             f"{s.input_tokens:.0f} | {s.output_tokens:.0f} | {s.sparql_queries:.1f} | {s.seconds:.1f} | {s.seconds_median:.1f} "
             f"| {early} / {at} / {past} |"
         )
     return "\n".join(lines)
 
 
-def plot(results: dict[tuple[str, int], Summary], path: Path) -> None:
+def by_type(records: dict[str, dict[str, dict]], examples: list[dspy.Example]) -> str:
+    """Hits@1 per `compositionality_type` for each system, with the ceiling (`answerable@3`) beside it."""
+    kinds = sorted({getattr(ex, "compositionality_type", None) or "?" for ex in examples})
+    head = "| system | " + " | ".join(f"{k} (n={sum((getattr(ex, 'compositionality_type', None) or '?') == k for ex in examples)})"
+                                       for k in kinds) + " | all |"
+    lines = [head, "|---" * (len(kinds) + 2) + "|"]
+    rows = {"answerable@3 (ceiling)": {ex.id: float(answerable(ex)) for ex in examples}}
+    rows.update({system: {i: r["scores"]["hits1"] for i, r in got.items()} for system, got in records.items()})
+    for name, scores in rows.items():
+        cells = []
+        for kind in [*kinds, None]:
+            ids = [ex.id for ex in examples if kind is None or (getattr(ex, "compositionality_type", None) or "?") == kind]
+            cells.append(f"{sum(scores.get(i, 0.0) for i in ids) / len(ids):.3f}" if ids else "-")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot(results: dict[tuple[str, str], Summary], path: Path, title: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -131,94 +209,95 @@ def plot(results: dict[tuple[str, int], Summary], path: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for system in dict.fromkeys(s for s, _ in results):
-        points = [(results[(system, h)].input_tokens + results[(system, h)].output_tokens, results[(system, h)].hits1, h)
-                  for h in HOPS if (system, h) in results]
+        points = [(s.input_tokens + s.output_tokens, s.hits1, sample) for (name, sample), s in results.items() if name == system]
         ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=system)
-        for x, y, h in points:
-            ax.annotate(f"{h}-hop", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+        for x, y, sample in points:
+            ax.annotate(sample, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
     ax.set_xlabel("LLM tokens per question (input + output)")
     ax.set_ylabel("Hits@1")
     ax.set_ylim(-0.02, 1.02)
-    ax.set_title("MetaQA: accuracy against tokens per question")
+    ax.set_title(f"{title}: accuracy against tokens per question")
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
 
-def write_outputs(results: dict[tuple[str, int], Summary], out: Path, stops: dict | None = None) -> tuple[Path, Path]:
-    """`table.md` and `accuracy_vs_tokens.png` in `out`; returns their paths, the table first."""
-    markdown, figure = out / "table.md", out / "accuracy_vs_tokens.png"
-    markdown.write_text(table(results, stops) + "\n")
-    plot(results, figure)
-    return markdown, figure
-
-
-def report(out: Path, systems: list[str], per_hop: int, test: dict[int, list]) -> int:
-    """The table and plot from the records on disk, for the (system, hop) pairs that are complete."""
-    results, stops, missing = {}, {}, []
+def write_outputs(bench: Bench, out: Path, systems: list[str], per_sample: int) -> tuple[list[Path], list[str]]:
+    """`table.md` (with Hits@1 per question type where the data has types) and
+    `accuracy_vs_tokens.png` from the records on disk; the paths, and what is still incomplete."""
+    results, stops, missing, complete = {}, {}, [], {}
     for system in systems:
-        for hop in HOPS:
-            records = list(read_records(out / f"{system}-{hop}hop.jsonl", repair=False).values())
-            if len(records) >= per_hop:
-                results[(system, hop)] = summarize(records[:per_hop])
-                stops[(system, hop)] = stopped(records[:per_hop], {ex.id: ex for ex in test[hop]})
+        for sample, examples in bench.test.items():
+            records = list(read_records(out / f"{system}-{sample}.jsonl", repair=False).values())
+            if len(records) >= per_sample:
+                results[(system, sample)] = summarize(records[:per_sample])
+                stops[(system, sample)] = stopped(records[:per_sample], {ex.id: ex for ex in examples})
+                complete.setdefault(system, {}).update({r["id"]: r for r in records[:per_sample]})
             else:
-                missing.append(f"{system} {hop}-hop ({len(records)}/{per_hop})")
-    print(write_outputs(results, out, stops)[0].read_text(), end="")
-    if missing:
-        print("incomplete: " + ", ".join(missing))
-    return 0
+                missing.append(f"{system} {sample} ({len(records)}/{per_sample})")
+    text = table(results, stops) + "\n"
+    examples = [ex for group in bench.test.values() for ex in group]
+    if any(getattr(ex, "compositionality_type", None) for ex in examples):
+        text += "\nHits@1 per question type:\n\n" + by_type(complete, examples) + "\n"
+    out.mkdir(parents=True, exist_ok=True)
+    markdown, figure = out / "table.md", out / "accuracy_vs_tokens.png"
+    markdown.write_text(text)
+    plot(results, figure, bench.dataset)
+    return [markdown, figure], missing
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--per-hop", type=int, default=30)
-    parser.add_argument("--train", type=int, default=150, help="compile questions over all hops (disjoint from the test sample)")
+    parser.add_argument("--dataset", choices=DATASETS, default="metaqa")
+    parser.add_argument("--per-hop", type=int, default=30, help="test questions per hop (MetaQA) or in all (CWQ-mini)")
+    parser.add_argument("--train", type=int, default=150, help="compile questions (disjoint from the test sample)")
     parser.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS), help=f"of {', '.join(SYSTEMS)}")
     parser.add_argument("--lm", default="local")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-llm-calls", type=int, default=WalkConfig.max_llm_calls)
     parser.add_argument("--metaqa", type=Path, default=METAQA)
-    parser.add_argument("--out", type=Path, help="results directory (default: bench/results/accuracy-LM, where the reference run lives)")
+    parser.add_argument("--cwq-mini", type=Path, default=CWQ_MINI)
+    parser.add_argument("--out", type=Path, help="results directory (default: bench/results/{accuracy,cwq-mini}-LM[-seedN])")
     parser.add_argument("--report", action="store_true", help="write the table and plot from the records so far; run nothing")
     args = parser.parse_args(argv)
-    seeded = f"-seed{args.seed}" if args.seed else ""
-    args.out = args.out or Path(__file__).parent / "results" / f"accuracy-{re.sub(r'[^A-Za-z0-9_.-]+', '_', args.lm)}{seeded}"
-    test, trainset = samples(args.per_hop, args.train, args.seed, args.metaqa)
-    if args.report:
-        return report(args.out, args.systems.split(","), args.per_hop, test)
-
-    from kgqa.lm.adapter import ConstrainedJSONAdapter
-    from kgqa.specs import make_lm
-
     systems = [s for s in args.systems.split(",") if s]
     unknown = set(systems) - set(SYSTEMS)
     if unknown:
         parser.error(f"unknown systems {sorted(unknown)}; choose from {', '.join(SYSTEMS)}")
+    seeded = f"-seed{args.seed}" if args.seed else ""
+    prefix = "accuracy" if args.dataset == "metaqa" else args.dataset
+    args.out = args.out or Path(__file__).parent / "results" / f"{prefix}-{re.sub(r'[^A-Za-z0-9_.-]+', '_', args.lm)}{seeded}"
+    if args.dataset == "metaqa":
+        bench = metaqa_bench(args.per_hop, args.train, args.seed, args.metaqa)
+    else:
+        bench = cwq_bench(args.per_hop, args.train, args.seed, args.cwq_mini)
+    if not args.report:
+        run(bench, args, systems)
+    paths, missing = write_outputs(bench, args.out, systems, args.per_hop)
+    print(paths[0].read_text(), end="")
+    if missing:
+        print("incomplete: " + ", ".join(missing))
+    return 0
+
+
+def run(bench: Bench, args: argparse.Namespace, systems: list[str]) -> None:
+    from kgqa.lm.adapter import ConstrainedJSONAdapter
+    from kgqa.specs import make_lm
+
     args.out.mkdir(parents=True, exist_ok=True)
-    store = EmbeddedStore()
-    store.add_triples(kb_triples(args.metaqa / "kb.txt"))
-    kg = KnowledgeGraph(store, profile="metaqa")
     walk = WalkConfig(max_llm_calls=args.max_llm_calls)
     dspy.configure(lm=make_lm(args.lm), adapter=ConstrainedJSONAdapter())
-    results: dict[tuple[str, int], Summary] = {}
-    stops: dict[tuple[str, int], tuple[int, int, int]] = {}
-    params = {"lm": args.lm, "per_hop": args.per_hop, "train": args.train, "seed": args.seed, "systems": args.systems,
-              **{f"walk.{k}": v for k, v in walk.to_dict().items()}}
+    params = {"dataset": args.dataset, "lm": args.lm, "per_hop": args.per_hop, "train": args.train, "seed": args.seed,
+              "systems": args.systems, **{f"walk.{k}": v for k, v in walk.to_dict().items()}}
     with tracking.mlflow_run("bench accuracy", params=params):
         for system in systems:
-            for hop in HOPS:
-                program = build(system, kg, trainset, args.out, walk, hop)
-                records_path = args.out / f"{system}-{hop}hop.jsonl"
-                results[(system, hop)] = evaluate(program, test[hop], out=records_path)
-                stops[(system, hop)] = stopped(list(read_records(records_path).values()), {ex.id: ex for ex in test[hop]})
-                tracking.log_metrics(f"{system}.{hop}hop.", results[(system, hop)].as_dict())
-                print(f"{system} {hop}-hop: Hits@1 {results[(system, hop)].hits1:.3f}", flush=True)
-        outputs = write_outputs(results, args.out, stops)
-        for path in outputs:
+            for sample, examples in bench.test.items():
+                program = build(system, bench, args.out, walk, sample)
+                summary = evaluate(program, examples, out=args.out / f"{system}-{sample}.jsonl")
+                tracking.log_metrics(f"{system}.{sample}.", summary.as_dict())
+                print(f"{system} {sample}: Hits@1 {summary.hits1:.3f}", flush=True)
+        for path in write_outputs(bench, args.out, systems, args.per_hop)[0]:
             tracking.log_artifact(path)
-    print(outputs[0].read_text(), end="")
-    return 0
 
 
 if __name__ == "__main__":
