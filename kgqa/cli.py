@@ -137,6 +137,10 @@ def _ask(args: argparse.Namespace) -> int:
     prediction = program(question=args.question, topic_entities=args.topic or None)
     trace = prediction.trace
     failed = trace.get("error") is not None  # the KG was down, no topic entity, a bad question: no answer to give
+    if args.html:
+        from kgqa.picture import walk_page
+
+        args.html.write_text(walk_page(args.question, prediction.answers, prediction.paths, trace), encoding="utf-8")
     if args.json:
         print(json.dumps({"answers": prediction.answers, "paths": prediction.paths, "trace": trace}, ensure_ascii=False))
         return 1 if failed else 0
@@ -251,6 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--profile", choices=profiles)
     ask.add_argument("--topic", action="append", help="topic entity id or name (repeatable); default: found in the question")
     ask.add_argument("--json", action="store_true", help="print answers, paths and trace as JSON")
+    ask.add_argument("--html", type=Path, metavar="FILE", help="also write a picture of the walk to FILE (one offline HTML page)")
     _common(ask, lm_default=None)
     ask.set_defaults(run=_ask)
 

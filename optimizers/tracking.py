@@ -43,10 +43,10 @@ def log_metrics(prefix: str, metrics: Mapping[str, float]) -> None:
     mlflow.log_metrics({f"{prefix}{k}": float(v) for k, v in metrics.items() if isinstance(v, (int, float))})
 
 
-def log_artifact(path: str | Path) -> None:
+def log_artifact(path: str | Path, *, artifact_path: str | None = None) -> None:
     import mlflow
 
-    mlflow.log_artifact(str(path))
+    mlflow.log_artifact(str(path), artifact_path=artifact_path)
 
 
 @contextlib.contextmanager

@@ -3,6 +3,7 @@ Each compile and evaluate is an MLflow run. The command line only parses and pri
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -11,7 +12,7 @@ import dspy
 
 from kg import KnowledgeGraph
 from optimizers import tracking
-from optimizers.evaluate import Summary, evaluate
+from optimizers.evaluate import Summary, evaluate, read_records
 from optimizers.teleprompters import Budget, compile_program
 from programs import KGQA, WalkConfig
 from programs.saving import CONFIG_FILE, PROGRAM_FILE, save_program
@@ -81,9 +82,32 @@ def evaluate_program(
     experiment: str = "kgqa",
     threads: int = 1,
     progress: bool = True,
+    pages: int = 3,
 ) -> Summary:
+    """Evaluate into `out` (resumable records) as one MLflow run, with pictures of the first
+    `pages` wrong walks as artifacts."""
     with tracking.mlflow_run("evaluate", params=settings, tracking_uri=tracking_uri, experiment=experiment):
         summary = evaluate(program, examples, out=out, threads=threads, progress=progress)
         tracking.log_metrics("", summary.as_dict())
         tracking.log_artifact(out)
+        for page in draw_wrong_walks(Path(out), [ex.id for ex in examples], pages=pages):
+            tracking.log_artifact(page, artifact_path="walks")
     return summary
+
+
+def draw_wrong_walks(records_file: Path, ids: Sequence[str], *, pages: int) -> list[Path]:
+    """Pictures of the first `pages` wrong answers (Hits@1 = 0) among `ids`, drawn from their
+    records into `<records>_walks/<id>.html`; the paths written."""
+    from kgqa.picture import walk_page
+
+    records = read_records(records_file, repair=False)
+    wrong = [records[i] for i in dict.fromkeys(ids) if i in records and not records[i]["scores"]["hits1"]][:pages]
+    folder = records_file.with_name(records_file.stem + "_walks")
+    written = []
+    for record in wrong:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / (re.sub(r"[^A-Za-z0-9_.-]+", "_", str(record["id"]))[:100] + ".html")
+        path.write_text(walk_page(record["question"], record["answers"], record["prediction"].split("\n\n") if record["prediction"] else [],
+                                  record["trace"]), encoding="utf-8")
+        written.append(path)
+    return written

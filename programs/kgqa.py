@@ -46,6 +46,7 @@ from programs.trails import Hop, Trail
 from signatures import JudgeSufficiency, Plan, PruneEntities, PruneRelations, Reflect
 
 _BRACKETED = re.compile(r"\[([^\[\]]{1,200})\]")
+_LOGGED_RELATIONS, _LOGGED_EDGES = 12, 60  # per hop, in the trace's `walk`
 
 
 @dataclass
@@ -59,6 +60,7 @@ class Run:
     hop_targets: list[str] = field(default_factory=list)  # the plan: what each hop reaches
     conditions: list[str] = field(default_factory=list)  # the plan: what the answer must satisfy
     raw_plan: dict = field(default_factory=dict)  # the plan step's output before its hops were trimmed
+    hops: list[dict] = field(default_factory=list)  # per hop taken: target, relations offered and chosen, edges
     seen: dict[str, Trail] = field(default_factory=dict)
     final: list[Trail] = field(default_factory=list)
     depth: int = 0
@@ -230,11 +232,14 @@ class KGQA(dspy.Module):
         scores = dict(zip(names, self.embedder.similarities(target, [render.relation_words(name) for name in names])))
         candidates = sorted(names, key=lambda name: (-scores[name], name))
         if _clear(candidates, scores, run.config):  # the target names its relation: no decision to make
-            return [(trail, offered[candidates[0]], 1.0) for trail, labels in by_trail if candidates[0] in labels]
-        picked = self._pick_relations(
-            run, candidates, hop=f"hop {run.depth} of {max(run.depth, len(run.hop_targets))}: {target}",
-            entity=render.several([render.node_label(t.end) for t in frontier]),
-        )
+            picked = [(candidates[0], 1.0)]
+        else:
+            picked = self._pick_relations(
+                run, candidates, hop=f"hop {run.depth} of {max(run.depth, len(run.hop_targets))}: {target}",
+                entity=render.several([render.node_label(t.end) for t in frontier]),
+            )
+        run.hops.append({"depth": run.depth, "target": target, "offered": candidates[: _LOGGED_RELATIONS],
+                         "chosen": [label for label, _ in picked], "edges": []})
         return [(trail, offered[label], score) for label, score in picked for trail, labels in by_trail if label in labels]
 
     def _pick_relations(self, run: Run, candidates: list[str], *, hop: str, entity: str) -> list[tuple[str, float]]:
@@ -332,6 +337,10 @@ class KGQA(dspy.Module):
                     hops = prefix + (Hop(edges[-1].relation, edges[-1].direction, node),)
                     trail = group.trail.extend(hops, group.score * chosen.get(node, 0.0))
                     run.seen.setdefault(node.id, trail)  # pruned ones too: reflection may resume from them
+                    if run.hops and len(run.hops[-1]["edges"]) < _LOGGED_EDGES:
+                        run.hops[-1]["edges"].append([render.node_label(group.trail.end),
+                                                      " -> ".join(map(render.relation_label, edges)),
+                                                      render.node_label(node), node in chosen])
                     if node in chosen:
                         kept.append(trail)
         return sorted(kept, key=lambda t: (-t.score, render.path_text(t)))
@@ -484,10 +493,12 @@ class KGQA(dspy.Module):
             "extended_hops": run.extended,
             "hops_walked": best.steps if best else 0,
             "relation_path": [[h.relation, h.direction.value] for h in best.hops] if best else [],
+            "walk": run.hops,
             "reflections": run.reflections,
             "stop_reason": run.stop_reason,
             "error": run.error,
             "topic_entities": [t.id for t in run.topics],
+            "topic_names": [t.label for t in run.topics],
             "dropped_selections": len(run.dropped),
             "dropped_examples": run.dropped[:10],
             "fallbacks": run.fallbacks,

@@ -80,6 +80,10 @@ def test_ask_prints_answers_with_paths(compiled):
     as_json = kgqa("ask", "Who directed Parasite?", "--program", str(out), "--lm", ORACLE, "--json", home=work)
     answer = json.loads(as_json.stdout)
     assert answer["answers"] == ["Bong Joon-ho"] and answer["trace"]["stop_reason"] == "plan_done"
+    page = work / "parasite.html"
+    drawn = kgqa("ask", "Who directed Parasite?", "--program", str(out), "--lm", ORACLE, "--html", str(page), home=work)
+    assert drawn.returncode == 0, drawn.stderr
+    assert 'data-label="Bong Joon-ho"' in page.read_text() and 'data-relation="film.film.directed_by"' in page.read_text()
 
 
 def test_ask_says_why_there_is_no_answer_and_exits_non_zero(compiled):
