@@ -18,24 +18,55 @@ import dspy
 
 from kg import Direction, KnowledgeGraph
 from kgqa.lm.scripted import scripted_lm
-from optimizers.metrics import gold_paths, gold_relation_paths
+from optimizers.metrics import gold_paths, gold_relation_paths, matches
 
 _HOP = re.compile(r"^hop (\d+)")
 
 
-def hop_targets(example: dspy.Example) -> list[str]:
+def teacher_path(example: dspy.Example, kg: KnowledgeGraph | None = None) -> list[tuple[str, str | None]]:
+    """The gold path the teacher walks, as (relation, direction) pairs. MetaQA's question type and
+    the demo's `path` give one. RoG/CWQ's `ground_paths` give several without directions, found in
+    RoG's own graph: with a graph, the shortest one that leads from a topic entity to a gold
+    answer here, each relation walked the way that reached something (the graph's edges may point
+    either way); without one, the first. [] when the data has none, or none holds in this graph."""
+    paths = gold_paths(example)
+    if not paths or all(direction is not None for path in paths for _, direction in path) or kg is None:
+        return paths[0] if paths else []
+    for path in sorted(paths, key=len):
+        walked = _walk_undirected(kg, list(example.topic_entities), [relation for relation, _ in path], example.answers)
+        if walked:
+            return walked
+    return []
+
+
+def _walk_undirected(kg: KnowledgeGraph, topics: list[str], relations: list[str], answers: Sequence[str]) -> list[tuple[str, str]]:
+    frontier, walked = topics, []
+    for relation in relations:
+        reached: dict[str, object] = {}
+        for direction in (Direction.OUT, Direction.IN):
+            nodes = [n for found in kg.neighbours(frontier, relation, direction=direction).items.values() for n in found]
+            if nodes and not reached:
+                walked.append((relation, direction.value))
+            reached.update((n.id, n) for n in nodes if n.id not in reached)
+        if not reached:
+            return []
+        frontier = [n.id for n in reached.values() if not n.literal]
+    ends = [n.label for n in reached.values()]
+    return walked if any(matches(end, gold) and matches(gold, end) for end in ends for gold in answers) else []
+
+
+def hop_targets(example: dspy.Example, path: Sequence[tuple[str, str | None]] | None = None) -> list[str]:
     """What each gold hop reaches and through which relation, as the plan step names them:
     `kind (relation words)`. MetaQA's question type names the kinds (`movie_to_director_to_movie`
     -> "director (directed by)", "movie (directed by)"); elsewhere the gold relations' last words."""
+    relations = [relation for relation, _ in (path if path is not None else teacher_path(example))]
     qtype = getattr(example, "qtype", None)
     if qtype:
         kinds = [kind.replace("imdb", "imdb ").replace("tags", "tag") for kind in qtype.split("_to_")[1:]]
-        paths = gold_relation_paths(example)
-        if paths and len(paths[0]) == len(kinds):
-            return [f"{kind} ({relation.replace('_', ' ')})" for kind, relation in zip(kinds, paths[0])]
+        if len(relations) == len(kinds):
+            return [f"{kind} ({relation.replace('_', ' ')})" for kind, relation in zip(kinds, relations)]
         return kinds
-    paths = gold_relation_paths(example)
-    return [relation.rsplit(".", 1)[-1].replace("_", " ") for relation in paths[0]] if paths else []
+    return [relation.rsplit(".", 1)[-1].replace("_", " ") for relation in relations]
 
 
 def kind_of(target: str) -> str:
@@ -55,25 +86,24 @@ def topic_kind(example: dspy.Example) -> str:
     return "entity"
 
 
-def _gold_labels(example: dspy.Example) -> list[list[str]]:
+def _gold_labels(path: Sequence[tuple[str, str | None]]) -> list[list[str]]:
     """The gold relations as the walk labels them, per hop: 'r' or 'r (reverse)', either when unknown."""
-    paths = gold_paths(example)
-    if not paths:
-        return []
     labels = {"out": lambda r: [r], "in": lambda r: [f"{r} (reverse)"], None: lambda r: [r, f"{r} (reverse)"]}
-    return [labels[direction](relation) for relation, direction in paths[0]]
+    return [labels[direction](relation) for relation, direction in path]
 
 
-def planned_hops(example: dspy.Example, kg: KnowledgeGraph | None) -> list[str]:
+def planned_hops(example: dspy.Example, kg: KnowledgeGraph | None, path: Sequence[tuple[str, str | None]] | None = None) -> list[str]:
     """The gold plan as the walk counts hops: a relation into nameless (CVT) nodes and the one out
-    of them are one hop, named by where the second leads. Without a graph, one hop per relation."""
-    targets = hop_targets(example)
-    path = getattr(example, "path", None)
+    of them are one hop, named by where the second leads. Without a graph, one hop per relation.
+    `path`: the teacher's path, when the caller has it."""
+    path = teacher_path(example, kg) if path is None else path
+    targets = hop_targets(example, path)
     if kg is None or not path or not kg.profile.step_through_unnamed or getattr(example, "qtype", None):
         return targets
     frontier, merged, through = list(example.topic_entities), [], False
     for target, (relation, direction) in zip(targets, path):
-        reached = [n for nodes in kg.neighbours(frontier, relation, direction=Direction(direction)).items.values() for n in nodes]
+        found = kg.neighbours(frontier, relation, direction=Direction(direction or "out")).items.values()
+        reached = [n for nodes in found for n in nodes]
         cvt = bool(reached) and all(not n.literal and not n.name for n in reached)
         if not through:
             merged.append(target)
@@ -85,7 +115,9 @@ def planned_hops(example: dspy.Example, kg: KnowledgeGraph | None) -> list[str]:
 
 def labeled_teacher(examples: Sequence[dspy.Example], *, kg: KnowledgeGraph | None = None) -> dspy.LM | None:
     """A scripted LM that plans and chooses relations from the examples' gold paths (None if none has one)."""
-    gold = {ex.question: (planned_hops(ex, kg), _gold_labels(ex)) for ex in examples if gold_relation_paths(ex)}
+    paths = {ex.question: teacher_path(ex, kg) for ex in examples}
+    gold = {ex.question: (planned_hops(ex, kg, paths[ex.question]), _gold_labels(paths[ex.question]))
+            for ex in examples if paths[ex.question]}
     kinds = {ex.question: topic_kind(ex) for ex in examples}
     if not gold:
         return None
