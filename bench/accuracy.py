@@ -31,7 +31,6 @@ with the engine speed `kgqa doctor` reports. Reference runs on the local LM are 
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import re
 import sys
@@ -39,23 +38,25 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+from kgqa.env import stay_offline  # noqa: E402
+
+stay_offline()
 
 import dspy  # noqa: E402
 
-from data.jsonl import load_jsonl  # noqa: E402
-from data.metaqa import kb_triples  # noqa: E402
-from data.rog import graph_triples, load_rog  # noqa: E402
-from kg import EmbeddedStore, KnowledgeGraph  # noqa: E402
-from kg.profiles import ROG  # noqa: E402
-from optimizers import tracking  # noqa: E402
-from optimizers.evaluate import Summary, evaluate, read_records, summarize  # noqa: E402
-from optimizers.metrics import gold_relation_paths, matches  # noqa: E402
-from optimizers.teleprompters import Budget, compile_program  # noqa: E402
-from programs import KGQA, WalkConfig  # noqa: E402
-from programs.baselines import LLMOnly, SimilarityWalk  # noqa: E402
-from programs.saving import load_program, save_program  # noqa: E402
+from kgqa import tracking  # noqa: E402
+from kgqa.data.jsonl import load_jsonl  # noqa: E402
+from kgqa.data.metaqa import kb_triples  # noqa: E402
+from kgqa.data.rog import graph_triples, load_rog  # noqa: E402
+from kgqa.evaluate.metrics import gold_relation_paths, matches  # noqa: E402
+from kgqa.evaluate.runner import Summary, evaluate, read_records, summarize  # noqa: E402
+from kgqa.kg import EmbeddedStore, KnowledgeGraph  # noqa: E402
+from kgqa.kg.profiles import ROG  # noqa: E402
+from kgqa.optimizers.teleprompters import Budget, compile_program  # noqa: E402
+from kgqa.programs import KGQA, WalkConfig  # noqa: E402
+from kgqa.programs.baselines import LLMOnly, SimilarityWalk  # noqa: E402
+from kgqa.programs.saving import load_program, save_program  # noqa: E402
+from kgqa.programs.trace import Trace  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 METAQA = SHARED / "metaqa"
@@ -164,7 +165,7 @@ def stopped(records: list[dict], examples: dict) -> tuple[int, int, int]:
         gold = gold_relation_paths(example) if example is not None else []
         if record["scores"]["hits1"] or not gold:
             continue
-        walked = len(record["trace"].get("relation_path", []))
+        walked = len(Trace.from_dict(record["trace"]).relation_path)
         depth = min(len(g) for g in gold)
         early, at, past = early + (walked < depth), at + (walked == depth), past + (walked > depth)
     return early, at, past
@@ -272,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         bench = cwq_bench(args.per_hop, args.train, args.seed, args.cwq_mini)
     if not args.report:
-        run(bench, args, systems)
+        run_systems(bench, args, systems)
     paths, missing = write_outputs(bench, args.out, systems, args.per_hop)
     print(paths[0].read_text(), end="")
     if missing:
@@ -280,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def run(bench: Bench, args: argparse.Namespace, systems: list[str]) -> None:
+def run_systems(bench: Bench, args: argparse.Namespace, systems: list[str]) -> None:
     from kgqa.lm.adapter import ConstrainedJSONAdapter
     from kgqa.specs import make_lm
 

@@ -34,10 +34,10 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from data.jsonl import load_jsonl
-from data.metaqa import kb_triples, qtype_path
-from kg import Direction, EmbeddedStore, KnowledgeGraph, Node, SparqlEndpoint, virtuoso
-from kg.terms import sparql_iri
+from kgqa.data.jsonl import load_jsonl
+from kgqa.data.metaqa import kb_triples, qtype_path
+from kgqa.kg import Direction, EmbeddedStore, KnowledgeGraph, Node, SparqlEndpoint, virtuoso
+from kgqa.kg.terms import sparql_iri
 
 OWL_SAME_AS = "http://www.w3.org/2002/07/owl#sameAs"
 METAQA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "metaqa"

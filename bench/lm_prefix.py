@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import sys
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+from kgqa.env import stay_offline  # noqa: E402
+
+stay_offline()
 
 import dspy  # noqa: E402
 
@@ -49,8 +49,8 @@ class Recorder:
 
 
 def record(questions, program_dir) -> list[tuple[object, int]]:
-    from programs import KGQA
-    from programs.saving import load_program
+    from kgqa.programs import KGQA
+    from kgqa.programs.saving import load_program
 
     kg = open_kg("demo")
     program = load_program(program_dir, kg) if program_dir else KGQA(kg)

@@ -8,12 +8,23 @@ from pathlib import Path
 
 import dspy
 
+from kgqa.errors import KGQAError
+
 MAX_QUESTION_CHARS = 4_000
 INPUT_FIELDS = ("question", "topic_entities")
 
 
-class DatasetError(ValueError):
+class DatasetError(KGQAError, ValueError):
     """A dataset file or row that cannot be read; the message names the file and line."""
+
+
+def question_problem(question: object) -> str | None:
+    """Why a question cannot be asked (empty, not text, too long), or None: for loaders and the walk alike."""
+    if not isinstance(question, str) or not question.strip():
+        return "the question is missing or empty"
+    if len(question) > MAX_QUESTION_CHARS:
+        return f"the question is {len(question)} characters long (limit {MAX_QUESTION_CHARS})"
+    return None
 
 
 def make_example(
@@ -28,10 +39,9 @@ def make_example(
     **extra: object,
 ) -> dspy.Example:
     """Validate one row and build its Example; `source` ("file:line") prefixes every error."""
-    if not isinstance(question, str) or not question.strip():
-        raise DatasetError(f"{source}: the question is missing or empty")
-    if len(question) > MAX_QUESTION_CHARS:
-        raise DatasetError(f"{source}: the question is {len(question)} characters long (limit {MAX_QUESTION_CHARS})")
+    problem = question_problem(question)
+    if problem:
+        raise DatasetError(f"{source}: {problem}")
     if not all(isinstance(e, str) and e.strip() for e in topic_entities):
         raise DatasetError(f"{source}: topic entities must be non-empty strings, got {topic_entities!r}")
     if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import dspy
 
-from data.examples import DatasetError, make_example, read_jsonl, require
+from kgqa.data.examples import DatasetError, make_example, read_jsonl, require
 
 _KNOWN = {"id", "question", "topic_entities", "topic_entity", "topic_names", "answers", "answer", "aliases"}
 

@@ -6,11 +6,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from data.examples import DatasetError
-from data.metaqa import kb_triples
-from data.rog import graph_triples, load_rog
-from kg import EmbeddedStore, KnowledgeGraph, get_profile
-from kg.profiles import FREEBASE_NS
+from kgqa.data.examples import DatasetError
+from kgqa.data.metaqa import kb_triples
+from kgqa.data.rog import graph_triples, load_rog
+from kgqa.kg import EmbeddedStore, KnowledgeGraph, get_profile
+from kgqa.kg.profiles import FREEBASE_NS
 
 FORMATS = ("ntriples", "turtle", "metaqa", "rog")
 _SUFFIXES = {".nt": "ntriples", ".ttl": "turtle", ".txt": "metaqa", ".parquet": "rog", ".jsonl": "rog", ".json": "rog"}

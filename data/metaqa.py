@@ -14,12 +14,12 @@ from pathlib import Path
 import dspy
 import pyoxigraph as ox
 
-from data.examples import DatasetError, make_example, numbered_lines
-from data.jsonl import load_jsonl
-from kg.errors import InvalidTermError
-from kg.profiles import METAQA, RDFS_LABEL
+from kgqa.data.examples import DatasetError, make_example, numbered_lines
+from kgqa.data.jsonl import load_jsonl
+from kgqa.kg.errors import InvalidTermError
+from kgqa.kg.profiles import METAQA, RDFS_LABEL
+from kgqa.kg.terms import XSD
 
-XSD = "http://www.w3.org/2001/XMLSchema#"
 LITERAL_RELATIONS = {
     "release_year": ox.NamedNode(XSD + "gYear"),
     "has_imdb_rating": None,

@@ -16,10 +16,10 @@ from pathlib import Path
 import dspy
 import pyoxigraph as ox
 
-from data.examples import DatasetError, make_example, require
-from kg import EmbeddedStore, KnowledgeGraph
-from kg.errors import InvalidTermError
-from kg.profiles import RDFS_LABEL, ROG
+from kgqa.data.examples import DatasetError, make_example, require
+from kgqa.kg import EmbeddedStore, KnowledgeGraph
+from kgqa.kg.errors import InvalidTermError
+from kgqa.kg.profiles import RDFS_LABEL, ROG
 
 _LOCAL_BUILDERS = {".parquet": "parquet", ".json": "json", ".jsonl": "json"}
 COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst", ".lz4")

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import dspy
 
-from data.examples import DatasetError, make_example, read_json, read_json_list
-from kg.profiles import FREEBASE
+from kgqa.data.examples import DatasetError, make_example, read_json, read_json_list
+from kgqa.kg.profiles import FREEBASE
 
 _ID_FIELDS = ("ID", "QuestionId", "qid", "id")
 _QUESTION_FIELDS = ("question", "RawQuestion", "ProcessedQuestion")

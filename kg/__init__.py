@@ -1,11 +1,11 @@
 """Graph access for kgqa: one batched interface over an embedded store or a SPARQL endpoint."""
 
-from kg.embedded import EmbeddedStore
-from kg.endpoint import SparqlEndpoint
-from kg.errors import InvalidTermError, KGError
-from kg.graph import Edge, Fanout, KGStats, KnowledgeGraph, Step
-from kg.profiles import FREEBASE, GENERIC, METAQA, PROFILES, ROG, KGProfile, get_profile
-from kg.terms import Direction, Node, normalize_label
+from kgqa.kg.embedded import EmbeddedStore
+from kgqa.kg.endpoint import SparqlEndpoint
+from kgqa.kg.errors import InvalidTermError, KGError
+from kgqa.kg.graph import Edge, Fanout, KGStats, KnowledgeGraph, Step
+from kgqa.kg.profiles import FREEBASE, GENERIC, METAQA, PROFILES, ROG, KGProfile, get_profile
+from kgqa.kg.terms import Direction, Node, normalize_label
 
 __all__ = [
     "Direction",

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from kg.errors import KGError
-from kg.terms import RDF_LANG_STRING, RdfTerm
+from kgqa.kg.errors import KGError
+from kgqa.kg.terms import RDF_LANG_STRING, RdfTerm
 
 META_FILE = "kgqa-store.json"
 # The relation index: one literal per entity listing the distinct relations around it, as

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import time
 import urllib.error
@@ -12,8 +13,10 @@ from collections.abc import Callable
 from SPARQLWrapper import POST, XML, SPARQLWrapper
 from SPARQLWrapper.SPARQLExceptions import EndPointInternalError, SPARQLWrapperException
 
-from kg.errors import KGError
-from kg.terms import RdfTerm
+from kgqa.kg.errors import KGError
+from kgqa.kg.terms import RdfTerm
+
+log = logging.getLogger(__name__)
 
 _KINDS = {"uri": "iri", "literal": "literal", "typed-literal": "literal", "bnode": "bnode"}
 _SRX = "{http://www.w3.org/2005/sparql-results#}"
@@ -63,6 +66,7 @@ class SparqlEndpoint:
                 return self._parse(self._fetch(query))
             except _Transient as exc:
                 last = exc.__cause__ or exc
+                log.info("SPARQL endpoint %s, attempt %d of %d: %s", self.url, attempt + 1, self.retries + 1, last)
         raise KGError(f"SPARQL endpoint {self.url} failed after {self.retries + 1} attempts: {last}") from last
 
     def _fetch(self, query: str) -> bytes:

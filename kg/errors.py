@@ -1,7 +1,9 @@
 """Errors raised by the knowledge-graph layer."""
 
+from kgqa.errors import KGQAError
 
-class KGError(RuntimeError):
+
+class KGError(KGQAError, RuntimeError):
     """The graph could not answer: an endpoint is down, timed out, or answered garbage."""
 
 

@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, NamedTuple, Protocol, TypeVar
 
-from kg import queries
-from kg.profiles import KGProfile, get_profile
-from kg.terms import XSD, Direction, Node, RdfTerm, check_text, normalize_label
+from kgqa.kg import queries
+from kgqa.kg.profiles import KGProfile, get_profile
+from kgqa.kg.terms import XSD, Direction, Node, RdfTerm, check_text, normalize_label
 
 K = TypeVar("K")
 V = TypeVar("V")

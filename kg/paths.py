@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from kg.graph import KnowledgeGraph
-from kg.terms import Direction, Node
+from kgqa.kg.graph import KnowledgeGraph
+from kgqa.kg.terms import Direction, Node
 
 
 def walk(kg: KnowledgeGraph, topics: Iterable[str], path: Sequence[tuple[str, Direction | str]]) -> list[Node]:

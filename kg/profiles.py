@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote
 
-from kg.errors import InvalidTermError
-from kg.terms import check_iri, check_text
+from kgqa.kg.errors import InvalidTermError
+from kgqa.kg.terms import check_iri, check_text
 
 RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
 SKOS_PREF_LABEL = "http://www.w3.org/2004/02/skos/core#prefLabel"

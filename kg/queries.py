@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from kg.terms import Direction, sparql_iri, sparql_string
+from kgqa.kg.terms import Direction, sparql_iri, sparql_string
 
 
 def _values(variable: str, terms: Iterable[str]) -> str:

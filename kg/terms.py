@@ -12,7 +12,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from kg.errors import InvalidTermError
+from kgqa.kg.errors import InvalidTermError
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 RDF_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"

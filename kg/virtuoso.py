@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kg.errors import KGError
+from kgqa.kg.errors import KGError
 
 GRAPH = "http://kgqa.local/graph"
 

@@ -4,31 +4,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
+import logging
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+from kgqa.env import stay_offline  # noqa: E402
 
-from data.examples import DatasetError  # noqa: E402
-from kg.errors import KGError  # noqa: E402
+stay_offline()
 
-
-def _user_errors() -> tuple[type[BaseException], ...]:
-    """Errors a user can fix: printed as one line, no traceback unless --debug."""
-    from kgqa.lm.model import LocalModelError
-    from kgqa.specs import SpecError
-    from optimizers.workflow import LMUnreachable
-    from programs.saving import ProgramFileError
-
-    return (KGError, DatasetError, SpecError, ProgramFileError, LocalModelError, LMUnreachable, FileNotFoundError,
-            PermissionError, IsADirectoryError)
+from kgqa.data.kb import FORMATS  # noqa: E402
+from kgqa.errors import KGQAError  # noqa: E402
+from kgqa.kg.profiles import PROFILES  # noqa: E402
+from kgqa.optimizers.teleprompters import TELEPROMPTERS, Budget  # noqa: E402
+from kgqa.programs.config import WalkConfig  # noqa: E402
 
 
 def _kg_load(args: argparse.Namespace) -> int:
-    from data.kb import build_store
+    from kgqa.data.kb import build_store
 
     store, profile, reports = build_store(args.sources, path=args.store, format=args.format, profile=args.profile)
     for r in reports:
@@ -38,8 +31,8 @@ def _kg_load(args: argparse.Namespace) -> int:
 
 
 def _kg_stats(args: argparse.Namespace) -> int:
-    from data.kb import store_stats
-    from kg import EmbeddedStore, KnowledgeGraph
+    from kgqa.data.kb import store_stats
+    from kgqa.kg import EmbeddedStore, KnowledgeGraph
 
     store = EmbeddedStore.open(args.store, read_only=True)
     meta = store.read_meta()
@@ -60,7 +53,7 @@ def _configure_lm(spec: str, args: argparse.Namespace):
 
     from kgqa.lm.adapter import ConstrainedJSONAdapter
     from kgqa.specs import make_lm
-    from optimizers.workflow import check_lm
+    from kgqa.workflow import check_lm
 
     lm = make_lm(spec, api_base=getattr(args, "api_base", None))
     check_lm(lm, spec)
@@ -69,7 +62,6 @@ def _configure_lm(spec: str, args: argparse.Namespace):
 
 
 def _walk_config(args: argparse.Namespace, base: dict | None = None):
-    from programs import WalkConfig
 
     knobs = dict(base or {})
     for name in ("depth", "beam_width", "max_llm_calls"):
@@ -80,8 +72,7 @@ def _walk_config(args: argparse.Namespace, base: dict | None = None):
 
 def _compile(args: argparse.Namespace) -> int:
     from kgqa.specs import load_data, make_lm, open_kg
-    from optimizers.teleprompters import Budget
-    from optimizers.workflow import compile_to_dir
+    from kgqa.workflow import compile_to_dir
 
     trainset = load_data(args.train)
     devset = load_data(args.dev) if args.dev else None
@@ -104,26 +95,26 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _load(args: argparse.Namespace):
-    """The saved program, on the graph and LM its config names unless flags say otherwise."""
+    """The saved program, on the graph and LM its settings name unless flags say otherwise."""
+    from kgqa.programs.saving import load_program, read_settings
     from kgqa.specs import open_kg
-    from programs.saving import load_program, read_config
 
-    config = read_config(args.program)
-    kg = open_kg(args.kg or config.get("kg", "demo"), profile=args.profile or (None if args.kg else config.get("profile")))
-    lm_spec = args.lm or config.get("lm", "local")
+    saved = read_settings(args.program)
+    kg = open_kg(args.kg or saved.get("kg", "demo"), profile=args.profile or (None if args.kg else saved.get("profile")))
+    lm_spec = args.lm or saved.get("lm", "local")
     _configure_lm(lm_spec, args)
-    program = load_program(args.program, kg, config={**config, "walk": _walk_config(args, config.get("walk")).to_dict()})
-    return program, config, lm_spec
+    program = load_program(args.program, kg, settings={**saved, "walk": _walk_config(args, saved.get("walk")).to_dict()})
+    return program, saved, lm_spec
 
 
 def _evaluate(args: argparse.Namespace) -> int:
     from kgqa.specs import load_data
-    from optimizers.workflow import evaluate_program
+    from kgqa.workflow import evaluate_program
 
-    program, config, lm_spec = _load(args)
+    program, saved, lm_spec = _load(args)
     examples = load_data(args.data)[: args.limit] if args.limit else load_data(args.data)
-    settings = {"program": str(args.program), "data": args.data, "kg": args.kg or config.get("kg"), "lm": lm_spec,
-                "optimizer": config.get("optimizer")}
+    settings = {"program": str(args.program), "data": args.data, "kg": args.kg or saved.get("kg"), "lm": lm_spec,
+                "optimizer": saved.get("optimizer")}
     summary = evaluate_program(
         program, examples, out=args.out, settings=settings, tracking_uri=args.tracking_uri,
         experiment=args.experiment, threads=args.threads, progress=not args.quiet,
@@ -136,30 +127,29 @@ def _ask(args: argparse.Namespace) -> int:
     program, _, _ = _load(args)
     prediction = program(question=args.question, topic_entities=args.topic or None)
     trace = prediction.trace
-    failed = trace.get("error") is not None  # the KG was down, no topic entity, a bad question: no answer to give
+    failed = trace.error is not None  # the KG was down, no topic entity, a bad question: no answer to give
     if args.html:
         from kgqa.picture import walk_page
 
         args.html.write_text(walk_page(args.question, prediction.answers, prediction.paths, trace), encoding="utf-8")
     if args.json:
-        print(json.dumps({"answers": prediction.answers, "paths": prediction.paths, "trace": trace}, ensure_ascii=False))
+        print(json.dumps({"answers": prediction.answers, "paths": prediction.paths, "trace": trace.to_dict()}, ensure_ascii=False))
         return 1 if failed else 0
     if failed:
-        print(f"kgqa: no answer ({trace['stop_reason']}): {trace['error']}", file=sys.stderr)
+        print(f"kgqa: no answer ({trace.stop_reason.value}): {trace.error}", file=sys.stderr)
         return 1
     print("answers: " + (", ".join(prediction.answers) or "(none)"))
     for path in prediction.paths:
         print(path)
-    print(f"({trace['stop_reason']}; {trace['llm_calls']} LLM calls, {trace['sparql_queries']} SPARQL queries)")
+    print(f"({trace.stop_reason.value}; {trace.llm_calls} LLM calls, {trace.sparql_queries} SPARQL queries)")
     return 0
 
 
 def _demo(args: argparse.Namespace) -> int:
     """The main job on embedded defaults: demo KG, compile with bootstrap, evaluate, answer one question."""
+    from kgqa.programs.saving import load_program
     from kgqa.specs import load_data, open_kg
-    from optimizers.teleprompters import Budget
-    from optimizers.workflow import compile_to_dir, evaluate_program
-    from programs.saving import load_program
+    from kgqa.workflow import compile_to_dir, evaluate_program
 
     kg = open_kg("demo")
     _configure_lm(args.lm, args)
@@ -203,40 +193,41 @@ def _common(parser: argparse.ArgumentParser, *, lm_default: str | None = "local"
     parser.add_argument("--tracking-uri", help="MLflow tracking URI (default: sqlite:///.kgqa/mlflow.db)")
     parser.add_argument("--experiment", default="kgqa", help="MLflow experiment name")
     parser.add_argument("--threads", type=int, default=1, help="questions in parallel (the local LM serializes its calls)")
-    parser.add_argument("--depth", type=int, help="walk depth (default 3)")
-    parser.add_argument("--beam-width", type=int, help="frontier size (default 8)")
-    parser.add_argument("--max-llm-calls", type=int, help="LLM calls per question at most (default 40)")
+    parser.add_argument("--depth", type=int, help=f"walk depth (default {WalkConfig.depth})")
+    parser.add_argument("--beam-width", type=int, help=f"frontier size (default {WalkConfig.beam_width})")
+    parser.add_argument("--max-llm-calls", type=int, help=f"LLM calls per question at most (default {WalkConfig.max_llm_calls})")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--verbose", "-v", action="count", default=0, help="log what kgqa does (-v: steps, -vv: every decision)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kgqa", description="Knowledge-graph question answering as a compiled DSPy program.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     commands = parser.add_subparsers(dest="command", required=True)
-    profiles = ("freebase", "metaqa", "rog", "generic")
+    profiles = tuple(PROFILES)
 
     demo = commands.add_parser("demo", help="the main job on embedded defaults: demo KG, compile, evaluate, ask")
     demo.add_argument("--out", default=".kgqa/demo", help="where the compiled program goes (default .kgqa/demo)")
     demo.add_argument("--train-size", type=int, default=4, help="demo training questions to compile on")
     demo.add_argument("--test-size", type=int, default=6, help="demo test questions to evaluate")
     _common(demo)
-    demo.set_defaults(run=_demo)
+    demo.set_defaults(command_handler=_demo)
 
     comp = commands.add_parser("compile", help="compile the program's prompts on training questions")
     comp.add_argument("--train", required=True, help="data spec, e.g. metaqa:PATH?kb_exact=true[0:20]")
     comp.add_argument("--dev", help="data spec measured before and after compiling")
     comp.add_argument("--kg", required=True, help="demo, embedded:DIR, metaqa:PATH/kb.txt, ntriples:PATH or an endpoint URL")
     comp.add_argument("--profile", choices=profiles)
-    comp.add_argument("--optimizer", default="bootstrap", help="none, labeled, bootstrap, bootstrap-rs, mipro, mipro-light, mipro-medium, gepa, simba")
+    comp.add_argument("--optimizer", default="bootstrap", choices=TELEPROMPTERS, help="teleprompter (default bootstrap)")
     comp.add_argument("--teacher-lm", help="LM that bootstraps demos / proposes instructions (default: --lm)")
     comp.add_argument("--reflection-lm", help="LM for GEPA's reflection")
-    comp.add_argument("--demos", type=int, default=2, help="bootstrapped demos per predictor")
-    comp.add_argument("--candidates", type=int, default=4, help="candidate programs (bootstrap-rs), instruction candidates (mipro)")
-    comp.add_argument("--trials", type=int, default=6, help="trials of --optimizer mipro (the presets set their own)")
-    comp.add_argument("--seed", type=int, default=0)
+    comp.add_argument("--demos", type=int, default=Budget.demos, help="bootstrapped demos per predictor")
+    comp.add_argument("--candidates", type=int, default=Budget.candidates, help="candidate programs (bootstrap-rs), instruction candidates (mipro)")
+    comp.add_argument("--trials", type=int, default=Budget.trials, help="trials of --optimizer mipro (the presets set their own)")
+    comp.add_argument("--seed", type=int, default=Budget.seed)
     comp.add_argument("--out", required=True, type=Path, help="directory for program.json and config.json")
     _common(comp)
-    comp.set_defaults(run=_compile)
+    comp.set_defaults(command_handler=_compile)
 
     ev = commands.add_parser("evaluate", help="evaluate a saved program; resumable")
     ev.add_argument("--program", required=True, type=Path, help="directory made by `kgqa compile`")
@@ -246,7 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--out", required=True, type=Path, help="predictions JSONL; rerunning resumes it")
     ev.add_argument("--limit", type=int, help="first N questions only")
     _common(ev, lm_default=None)
-    ev.set_defaults(run=_evaluate)
+    ev.set_defaults(command_handler=_evaluate)
 
     ask = commands.add_parser("ask", help="answer one question with a saved program")
     ask.add_argument("question")
@@ -257,38 +248,42 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--json", action="store_true", help="print answers, paths and trace as JSON")
     ask.add_argument("--html", type=Path, metavar="FILE", help="also write a picture of the walk to FILE (one offline HTML page)")
     _common(ask, lm_default=None)
-    ask.set_defaults(run=_ask)
+    ask.set_defaults(command_handler=_ask)
 
     doctor = commands.add_parser("doctor", help="check that this machine runs kgqa: packages, model, engine speed, KG, MLflow")
     doctor.add_argument("--json", action="store_true", help="print one JSON object (engine_ok, prompt/generated tokens per s, checks)")
     doctor.add_argument("--threads", type=int, help="llama.cpp threads for the engine check (default: all cores)")
-    doctor.set_defaults(run=_doctor)
+    doctor.set_defaults(command_handler=_doctor)
 
     kg = commands.add_parser("kg", help="build and inspect embedded KG stores")
     kg_commands = kg.add_subparsers(dest="kg_command", required=True)
     load = kg_commands.add_parser("load", help="load RDF, MetaQA kb.txt or RoG graphs into a store directory")
     load.add_argument("sources", nargs="+", help="files to load (RoG: a local file or a hub dataset name)")
     load.add_argument("--store", required=True, type=Path, help="store directory (created if missing)")
-    load.add_argument("--format", choices=("ntriples", "turtle", "metaqa", "rog"), help="default: from the suffix")
+    load.add_argument("--format", choices=FORMATS, help="default: from the suffix")
     load.add_argument("--profile", choices=profiles, help="default: guessed")
-    load.set_defaults(run=_kg_load)
+    load.set_defaults(command_handler=_kg_load)
     stats = kg_commands.add_parser("stats", help="triples, entities, relations and load time of a store")
     stats.add_argument("--store", required=True, type=Path)
     stats.add_argument("--profile", choices=profiles, help="default: the store's")
     stats.add_argument("--json", action="store_true", help="print one JSON object")
-    stats.set_defaults(run=_kg_stats)
+    stats.set_defaults(command_handler=_kg_stats)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    run: Callable[[argparse.Namespace], int] = args.run
+    command: Callable[[argparse.Namespace], int] = args.command_handler
+    if getattr(args, "verbose", 0):
+        logging.basicConfig(format="%(asctime)s %(name)s %(levelname)s %(message)s",
+                            level=logging.DEBUG if args.verbose > 1 else logging.INFO)
+        logging.getLogger("kgqa").setLevel(logging.DEBUG if args.verbose > 1 else logging.INFO)
     try:
-        return run(args)
+        return command(args)
     except BrokenPipeError:  # the reader went away (| head): nothing left to say
         sys.stderr.close()
         return 0
-    except _user_errors() as exc:
+    except (KGQAError, OSError) as exc:  # OSError: a path given on the command line (missing, unwritable)
         if args.debug:
             raise
         print(f"kgqa: error: {exc}", file=sys.stderr)

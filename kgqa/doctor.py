@@ -92,7 +92,7 @@ def check_cpu() -> Check:
 
 
 def check_embedder() -> Check:
-    from programs.embedder import Embedder
+    from kgqa.programs.embedder import Embedder
 
     try:
         order = Embedder().rank("film director", ["river", "movie directed by"])
@@ -112,7 +112,7 @@ def check_demo_kg() -> Check:
     except Exception as exc:  # noqa: BLE001
         return Check("demo-kg", False, f"{type(exc).__name__}: {exc}", "reinstall kgqa (data/demo ships with it)")
     return Check("demo-kg", bool(found), f"{len(kg.backend):,} triples, 'Parasite' -> {', '.join(found) or 'not found'}",
-                 "python -m data.demo.build")
+                 "python -m kgqa.data.demo.build")
 
 
 def check_virtuoso() -> Check:
@@ -122,7 +122,7 @@ def check_virtuoso() -> Check:
 
 
 def check_mlflow() -> Check:
-    from optimizers.tracking import work_dir
+    from kgqa.tracking import work_dir
 
     path = work_dir() / "mlflow.db"
     try:

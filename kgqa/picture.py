@@ -4,7 +4,7 @@ Columns are depths: the topic entities, then what each hop reached. Each hop's h
 plan's target and the relations offered, the chosen ones in bold. Entities the entity prune
 dropped are grey; the answers and the edges of the returned reasoning paths are highlighted; the
 trace (calls, tokens, stop reason) is printed under the question. Built from the trace alone
-(`trace["walk"]`), so a record on disk can be drawn again later.
+(`Trace.walk`), so a record on disk can be drawn again later (`Trace.from_dict(record["trace"])`).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from html import escape
+
+from kgqa.programs.trace import Trace
 
 _MID = re.compile(r"[mg]\.[0-9a-z_]+")  # how a nameless (CVT) node is labelled
 
@@ -30,9 +32,9 @@ line.edge.path { stroke: #d60; stroke-width: 2.5; } pre { background: #f7f7f7; p
 """
 
 
-def walk_page(question: str, answers: Sequence[str], paths: Sequence[str], trace: dict) -> str:
+def walk_page(question: str, answers: Sequence[str], paths: Sequence[str], trace: Trace) -> str:
     """The page for one answered question (a prediction's answers, paths and trace)."""
-    hops = trace.get("walk") or []
+    hops = trace.walk
     columns, kind = _columns(trace, hops, set(answers))
     on_paths = _path_pairs(paths)
     position = {(d, label): (_LEFT + d * _COLUMN, _TOP + i * _ROW) for d, col in enumerate(columns) for i, label in enumerate(col[:_SHOWN])}
@@ -76,9 +78,9 @@ def walk_page(question: str, answers: Sequence[str], paths: Sequence[str], trace
     ])
 
 
-def _columns(trace: dict, hops: list[dict], answers: set[str]) -> tuple[list[list[str]], dict[tuple[int, str], str]]:
+def _columns(trace: Trace, hops: list[dict], answers: set[str]) -> tuple[list[list[str]], dict[tuple[int, str], str]]:
     """Entity labels per depth (topics first), and each drawn entity's classes."""
-    topics = [str(t) for t in trace.get("topic_names") or []] or list(
+    topics = [str(t) for t in trace.topic_names] or list(
         dict.fromkeys(source for hop in hops if hop["depth"] == 1 for source, *_ in hop["edges"]))
     columns: list[list[str]] = [topics]
     kind = {(0, label): "node topic" for label in topics}
@@ -122,12 +124,12 @@ def _hop_box(hop: dict) -> str:
     return f'<div class="hop"><b>hop {hop["depth"]}: {escape(str(hop.get("target", "")))}</b><ul>{items}</ul></div>'
 
 
-def _meta(trace: dict) -> str:
-    parts = [f"stop: {trace.get('stop_reason', '?')}", f"{trace.get('llm_calls', 0)} LLM calls",
-             f"{trace.get('input_tokens', 0)} input / {trace.get('output_tokens', 0)} output tokens",
-             f"{trace.get('sparql_queries', 0)} SPARQL queries", f"plan: {' / '.join(map(str, trace.get('plan') or []))}"]
-    if trace.get("error"):
-        parts.append(f"error: {trace['error']}")
+def _meta(trace: Trace) -> str:
+    parts = [f"stop: {trace.stop_reason.value if trace.stop_reason else '?'}", f"{trace.llm_calls} LLM calls",
+             f"{trace.input_tokens} input / {trace.output_tokens} output tokens",
+             f"{trace.sparql_queries} SPARQL queries", f"plan: {' / '.join(map(str, trace.plan))}"]
+    if trace.error:
+        parts.append(f"error: {trace.error}")
     return escape("; ".join(parts))
 
 

@@ -30,13 +30,14 @@ from pathlib import Path
 
 import dspy
 
-from data.examples import DatasetError
+from kgqa.data.examples import DatasetError
+from kgqa.errors import KGQAError
 
 _DATA = re.compile(r"^(?P<kind>[a-z]+):(?P<source>[^?\[]+)(?:\?(?P<filters>[^\[]*))?(?:\[(?P<start>\d*):(?P<stop>\d*)\])?$")
 DATA_KINDS = ("demo", "metaqa", "tog", "rog", "jsonl")
 
 
-class SpecError(ValueError):
+class SpecError(KGQAError, ValueError):
     """A data, graph or LM spec that cannot be understood."""
 
 
@@ -53,28 +54,28 @@ def load_data(spec: str) -> list[dspy.Example]:
         raise SpecError(f"bad data spec {spec!r}: expected KIND:SOURCE with KIND one of {', '.join(DATA_KINDS)}")
     kind, source = match["kind"], match["source"]
     if kind == "demo":
-        from data.demo import split_path
-        from data.jsonl import load_jsonl
+        from kgqa.data.demo import split_path
+        from kgqa.data.jsonl import load_jsonl
 
         try:
             examples = list(load_jsonl(split_path(source)))
         except ValueError as exc:
             raise SpecError(str(exc)) from None
     elif kind == "metaqa":
-        from data.metaqa import load_questions
+        from kgqa.data.metaqa import load_questions
 
         examples = list(load_questions(_existing(source)))
     elif kind == "tog":
-        from data.tog import load_tog
+        from kgqa.data.tog import load_tog
 
         examples = list(load_tog(_existing(source)))
     elif kind == "rog":
-        from data.rog import load_rog
+        from kgqa.data.rog import load_rog
 
         name, _, split = source.partition(":") if not Path(source).suffix else (source, "", "")
         examples = list(load_rog(name, split=split or "test"))
     else:
-        from data.jsonl import load_jsonl
+        from kgqa.data.jsonl import load_jsonl
 
         examples = list(load_jsonl(_existing(source)))
     for pair in filter(None, (match["filters"] or "").split("&")):
@@ -96,12 +97,12 @@ def _existing(path: str) -> Path:
 
 def open_kg(spec: str, *, profile: str | None = None):
     """A KnowledgeGraph for a graph spec."""
-    from kg import EmbeddedStore, KnowledgeGraph, SparqlEndpoint
+    from kgqa.kg import EmbeddedStore, KnowledgeGraph, SparqlEndpoint
 
     if spec.startswith(("http://", "https://")):
         return KnowledgeGraph(SparqlEndpoint(spec), profile=profile or "freebase")
     if spec == "demo":
-        from data.demo import DEMO_KG, DEMO_PROFILE
+        from kgqa.data.demo import DEMO_KG, DEMO_PROFILE
 
         store = EmbeddedStore()
         store.load_file(DEMO_KG, format="ntriples")
@@ -113,7 +114,7 @@ def open_kg(spec: str, *, profile: str | None = None):
         store = EmbeddedStore.open(source, read_only=True)
         return KnowledgeGraph(store, profile=profile or store.read_meta().get("profile", "generic"))
     if kind in {"metaqa", "ntriples", "turtle"}:
-        from data.kb import build_store
+        from kgqa.data.kb import build_store
 
         store, guessed, _ = build_store([source], format=kind, profile=profile)
         return KnowledgeGraph(store, profile=guessed)

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 
 import dspy
 
-from kg import Direction, KnowledgeGraph
+from kgqa.evaluate.metrics import gold_paths, gold_relation_paths, matches
+from kgqa.kg import Direction, KnowledgeGraph
 from kgqa.lm.scripted import scripted_lm
-from optimizers.metrics import gold_paths, gold_relation_paths, matches
 
 _HOP = re.compile(r"^hop (\d+)")
 

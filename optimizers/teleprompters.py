@@ -15,10 +15,8 @@ from dataclasses import dataclass
 
 import dspy
 
-from optimizers.labels import interleave_depths, labeled_teacher, plan_demos
-from optimizers.metrics import feedback, walk_metric
-
-TELEPROMPTERS = ("none", "labeled", "bootstrap", "bootstrap-rs", "mipro", "mipro-light", "mipro-medium", "gepa", "simba")
+from kgqa.evaluate.metrics import feedback, walk_metric
+from kgqa.optimizers.labels import interleave_depths, labeled_teacher, plan_demos
 
 
 @dataclass(frozen=True)
@@ -37,6 +35,76 @@ class Budget:
     seed: int = 0
 
 
+@dataclass(frozen=True)
+class Teleprompter:
+    """One teleprompter kgqa knows by name: how to build it from a budget, and how to call its compile."""
+
+    build: Callable[..., object]  # (metric, budget, teacher settings, reflection LM, train size) -> DSPy teleprompter
+    compile: Callable[..., dspy.Module]  # (teleprompter, program, trainset, valset, budget) -> compiled program
+    labeled: bool = False  # bootstraps from the gold-path teacher where the trainset has gold paths
+
+
+def _mipro(preset: str | None) -> Teleprompter:
+    def build(metric, budget, teacher_settings, teacher, reflection, train_size):
+        return dspy.MIPROv2(
+            metric=metric, prompt_model=teacher, auto=preset, num_candidates=None if preset else budget.candidates,
+            max_bootstrapped_demos=budget.demos, max_labeled_demos=budget.labeled, num_threads=budget.threads,
+            seed=budget.seed, teacher_settings=teacher_settings,
+        )
+
+    def compile_(tp, program, trainset, valset, budget):
+        if preset:  # the preset sets the number of trials
+            return tp.compile(program, trainset=trainset, valset=valset, seed=budget.seed)
+        # An explicit small budget: `budget.trials` full evaluations of the valset, and a proposer
+        # that is not shown the program's source (thousands of prompt tokens per proposal).
+        return tp.compile(program, trainset=trainset, valset=valset, seed=budget.seed, num_trials=budget.trials,
+                          minibatch=False, program_aware_proposer=False)
+
+    return Teleprompter(build, compile_)
+
+
+def _gepa(metric, budget, teacher_settings, teacher, reflection, train_size):
+    if reflection is None:
+        raise ValueError("gepa needs a reflection LM (--reflection-lm MODEL)")
+    return dspy.GEPA(metric=feedback, auto="light", reflection_lm=reflection, num_threads=budget.threads, seed=budget.seed)
+
+
+TELEPROMPTERS: dict[str, Teleprompter | None] = {
+    "none": None,  # the program stays as it is
+    "labeled": Teleprompter(
+        lambda metric, budget, *_: dspy.LabeledFewShot(k=max(budget.labeled, budget.demos)),
+        lambda tp, program, trainset, valset, budget: tp.compile(program, trainset=trainset),
+    ),
+    "bootstrap": Teleprompter(
+        lambda metric, budget, teacher_settings, *_: dspy.BootstrapFewShot(
+            metric=metric, max_bootstrapped_demos=budget.demos, max_labeled_demos=budget.labeled,
+            max_rounds=budget.rounds, teacher_settings=teacher_settings),
+        lambda tp, program, trainset, valset, budget: tp.compile(program, trainset=trainset),
+        labeled=True,
+    ),
+    "bootstrap-rs": Teleprompter(
+        lambda metric, budget, teacher_settings, *_: dspy.BootstrapFewShotWithRandomSearch(
+            metric=metric, max_bootstrapped_demos=budget.demos, max_labeled_demos=budget.labeled,
+            max_rounds=budget.rounds, num_candidate_programs=budget.candidates, num_threads=budget.threads,
+            teacher_settings=teacher_settings),
+        lambda tp, program, trainset, valset, budget: tp.compile(program, trainset=trainset, valset=valset),
+        labeled=True,
+    ),
+    "mipro": _mipro(None),
+    "mipro-light": _mipro("light"),
+    "mipro-medium": _mipro("medium"),
+    "gepa": Teleprompter(_gepa, lambda tp, program, trainset, valset, budget: tp.compile(
+        program, trainset=trainset, valset=valset or trainset)),
+    "simba": Teleprompter(
+        lambda metric, budget, teacher_settings, teacher, reflection, train_size: dspy.SIMBA(
+            metric=metric, bsize=max(2, min(32, train_size or 32)), num_candidates=budget.candidates,
+            max_steps=budget.steps, max_demos=budget.demos, num_threads=budget.threads, prompt_model=teacher,
+            teacher_settings=teacher_settings),
+        lambda tp, program, trainset, valset, budget: tp.compile(program, trainset=trainset, seed=budget.seed),
+    ),
+}
+
+
 def make_teleprompter(
     name: str,
     *,
@@ -49,57 +117,11 @@ def make_teleprompter(
     """The teleprompter called `name`, or None for `none` (the program stays as it is)."""
     if name not in TELEPROMPTERS:
         raise ValueError(f"unknown optimizer {name!r}; choose one of {', '.join(TELEPROMPTERS)}")
-    teacher_settings = {"lm": teacher} if teacher is not None else {}
-    if name == "none":
+    spec = TELEPROMPTERS[name]
+    if spec is None:
         return None
-    if name == "labeled":
-        return dspy.LabeledFewShot(k=max(budget.labeled, budget.demos))
-    if name == "bootstrap":
-        return dspy.BootstrapFewShot(
-            metric=metric,
-            max_bootstrapped_demos=budget.demos,
-            max_labeled_demos=budget.labeled,
-            max_rounds=budget.rounds,
-            teacher_settings=teacher_settings,
-        )
-    if name == "bootstrap-rs":
-        return dspy.BootstrapFewShotWithRandomSearch(
-            metric=metric,
-            max_bootstrapped_demos=budget.demos,
-            max_labeled_demos=budget.labeled,
-            max_rounds=budget.rounds,
-            num_candidate_programs=budget.candidates,
-            num_threads=budget.threads,
-            teacher_settings=teacher_settings,
-        )
-    if name.startswith("mipro"):
-        preset = name.removeprefix("mipro-") if name != "mipro" else None
-        return dspy.MIPROv2(
-            metric=metric,
-            prompt_model=teacher,
-            auto=preset,
-            num_candidates=None if preset else budget.candidates,
-            max_bootstrapped_demos=budget.demos,
-            max_labeled_demos=budget.labeled,
-            num_threads=budget.threads,
-            seed=budget.seed,
-            teacher_settings=teacher_settings,
-        )
-    if name == "gepa":
-        if reflection is None:
-            raise ValueError("gepa needs a reflection LM (--reflection-lm MODEL)")
-        return dspy.GEPA(metric=feedback, auto="light", reflection_lm=reflection, num_threads=budget.threads, seed=budget.seed)
-    # simba
-    return dspy.SIMBA(
-        metric=metric,
-        bsize=max(2, min(32, train_size or 32)),
-        num_candidates=budget.candidates,
-        max_steps=budget.steps,
-        max_demos=budget.demos,
-        num_threads=budget.threads,
-        prompt_model=teacher,
-        teacher_settings=teacher_settings,
-    )
+    teacher_settings = {"lm": teacher} if teacher is not None else {}
+    return spec.build(metric, budget, teacher_settings, teacher, reflection, train_size)
 
 
 def compile_program(
@@ -117,8 +139,9 @@ def compile_program(
     teleprompters take their demos from a teacher that follows the gold relation paths where the
     trainset has them (`optimizers.labels`), unless a teacher LM is given."""
     kg = getattr(program, "kg", None)
+    spec = TELEPROMPTERS.get(name)
     labeled = False
-    if teacher is None and name in {"bootstrap", "bootstrap-rs"}:
+    if teacher is None and spec is not None and spec.labeled:
         teacher = labeled_teacher(trainset, kg=kg)
         labeled = teacher is not None
     teleprompter = make_teleprompter(
@@ -129,28 +152,9 @@ def compile_program(
     trainset, valset = list(trainset), list(valset) if valset else None
     if labeled:  # the first traces that pass become the demos: let them show every chain length
         trainset = interleave_depths(trainset)
-    compiled = _run(teleprompter, name, program, trainset=trainset, valset=valset, budget=budget)
+    compiled = spec.compile(teleprompter, program, trainset, valset, budget)
     if labeled and budget.plan_demos and hasattr(compiled, "plan"):
         # Counting hops is what a small planner gets wrong, and a random search draws demo sets that
-        # may show no 1-hop plan at all: the plan step gets gold plans of every length instead.
+        # may show no 1-hop plan at all: the plan step gets a pool of gold plans of every length instead.
         compiled.plan.demos = plan_demos(trainset, per_depth=budget.plan_demos, kg=kg)
     return compiled
-
-
-def _run(teleprompter, name: str, program: dspy.Module, *, trainset: list, valset: list | None, budget: Budget) -> dspy.Module:
-    if name in {"labeled", "bootstrap"}:
-        return teleprompter.compile(program, trainset=trainset)
-    if name == "bootstrap-rs":
-        return teleprompter.compile(program, trainset=trainset, valset=valset)
-    if name.startswith("mipro-"):  # the preset sets the number of trials
-        return teleprompter.compile(program, trainset=trainset, valset=valset, seed=budget.seed)
-    if name == "mipro":
-        # An explicit small budget: `budget.trials` full evaluations of the valset, and a proposer
-        # that is not shown the program's source (thousands of prompt tokens per proposal).
-        return teleprompter.compile(
-            program, trainset=trainset, valset=valset, seed=budget.seed, num_trials=budget.trials,
-            minibatch=False, program_aware_proposer=False,
-        )
-    if name == "gepa":
-        return teleprompter.compile(program, trainset=trainset, valset=valset or trainset)
-    return teleprompter.compile(program, trainset=trainset, seed=budget.seed)

@@ -1,6 +1,6 @@
 """The composed DSPy programs."""
 
-from programs.config import WalkConfig
-from programs.kgqa import KGQA
+from kgqa.programs.config import WalkConfig
+from kgqa.programs.kgqa import KGQA
 
 __all__ = ["KGQA", "WalkConfig"]

@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import dspy
+from dspy.utils.exceptions import AdapterParseError
 
-from programs.kgqa import KGQA, Run
-from signatures import AnswerDirectly
+from kgqa.programs.kgqa import KGQA, WalkState
+from kgqa.programs.trace import StopReason, Trace, token_totals
+from kgqa.signatures import AnswerDirectly
 
 
 class LLMOnly(dspy.Module):
@@ -16,24 +18,19 @@ class LLMOnly(dspy.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        self.answer = dspy.Predict(AnswerDirectly)
+        self.answer_directly = dspy.Predict(AnswerDirectly)
 
     def forward(self, question: str, topic_entities: Sequence[str] | None = None) -> dspy.Prediction:
-        failures, answers = 0, []
+        trace, answers = Trace(llm_calls=1), []
         with dspy.track_usage() as usage:
             try:
-                answers = [a for a in self.answer(question=question).direct_answers if isinstance(a, str) and a.strip()]
-            except Exception:  # an unparseable answer is a wrong answer, not a crash
-                failures = 1
-        totals = usage.get_total_tokens().values()
-        trace = {
-            "llm_calls": 1,
-            "llm_failures": failures,
-            "input_tokens": sum(int(u.get("prompt_tokens") or 0) for u in totals),
-            "output_tokens": sum(int(u.get("completion_tokens") or 0) for u in totals),
-            "sparql_queries": 0,
-            "stop_reason": "answered" if answers else "no_answer",
-        }
+                answers = [a for a in self.answer_directly(question=question).direct_answers if isinstance(a, str) and a.strip()]
+            except AdapterParseError:  # an unparseable answer is a wrong answer, not a crash
+                trace.parse_failures = 1
+            except Exception:  # so is an LM that did not answer
+                trace.llm_failures = 1
+        trace.input_tokens, trace.output_tokens = token_totals(usage)
+        trace.stop_reason = StopReason.ANSWERED if answers else StopReason.NO_ANSWER
         return dspy.Prediction(answers=answers, paths=[], trace=trace)
 
 
@@ -42,8 +39,8 @@ class SimilarityWalk(KGQA):
     choice is the embedding-similarity fallback (the trace counts them as fallbacks), and it
     answers with the ends of its best trails."""
 
-    def _plan(self, run: Run) -> tuple[list[str], list[str]]:
-        return [run.question] * run.config.depth, []
+    def _plan(self, state: WalkState) -> tuple[list[str], list[str]]:
+        return [state.question] * state.config.depth, []
 
-    def _call(self, run: Run, predictor: dspy.Predict, **inputs) -> None:
+    def _call(self, state: WalkState, predictor: dspy.Predict, **inputs) -> None:
         return None

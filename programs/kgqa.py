@@ -13,7 +13,7 @@
 | plan | `_plan` | `plan` | `Plan` | signatures/plan.py |
 | relation prune | `_prune_relations`, `_prune_compounds` | `prune_relations` | `PruneRelations` | signatures/prune.py |
 | entity prune | `_prune_entities` | `prune_entities` | `PruneEntities` | signatures/prune.py |
-| sufficiency | `_judge` | `judge` | `JudgeSufficiency` | signatures/answer.py |
+| judge | `_judge` | `judge` | `Judge` | signatures/answer.py |
 | reflection | `_reflect` | `reflect` | `Reflect` | signatures/reflect.py |
 
 The plan, not an open "is this enough?" at every depth, decides how far the walk goes: a small
@@ -25,6 +25,7 @@ decision exists, and a failed or unusable step falls back to embedding similarit
 
 from __future__ import annotations
 
+import logging
 import re
 from collections import defaultdict
 from collections.abc import Sequence
@@ -33,24 +34,27 @@ from typing import Annotated
 
 import dspy
 import pydantic
+from dspy.utils.exceptions import AdapterParseError
 
-from data.examples import MAX_QUESTION_CHARS
-from kg import Edge, KGError, KnowledgeGraph, Node, Step
-from kg.errors import InvalidTermError
+from kgqa.data.examples import question_problem
+from kgqa.kg import Edge, KGError, KnowledgeGraph, Node, Step
+from kgqa.kg.errors import InvalidTermError
 from kgqa.lm.adapter import choices
-from programs import render
-from programs.config import WalkConfig
-from programs.embedder import Embedder
-from programs.selection import select
-from programs.trails import Hop, Trail
-from signatures import JudgeSufficiency, Plan, PruneEntities, PruneRelations, Reflect
+from kgqa.programs import render
+from kgqa.programs.config import WalkConfig
+from kgqa.programs.embedder import Embedder
+from kgqa.programs.selection import select
+from kgqa.programs.trace import StopReason, Trace, token_totals
+from kgqa.programs.trails import Hop, Trail
+from kgqa.signatures import Judge, Plan, PruneEntities, PruneRelations, Reflect
 
+log = logging.getLogger(__name__)
 _BRACKETED = re.compile(r"\[([^\[\]]{1,200})\]")
 _LOGGED_RELATIONS, _LOGGED_EDGES = 12, 60  # per hop, in the trace's `walk`
 
 
 @dataclass
-class Run:
+class WalkState:
     """Everything one question's walk accumulates; the trace is read off it at the end."""
 
     question: str
@@ -67,20 +71,23 @@ class Run:
     extended: int = 0  # hops added beyond the plan (the judge found it short)
     llm_calls: int = 0
     llm_failures: int = 0
+    parse_failures: int = 0
     fallbacks: int = 0
     reflections: int = 0
     dropped: list[str] = field(default_factory=list)
     budget_hit: bool = False
-    stop_reason: str = ""
+    stop_reason: StopReason | None = None
     error: str | None = None
 
     @property
     def topic_ids(self) -> set[str]:
         return {t.id for t in self.topics}
 
-    def stop(self, reason: str, error: str | None = None) -> None:
-        self.stop_reason = "llm_budget" if self.budget_hit and not self.final else reason
+    def stop(self, reason: StopReason, error: str | None = None) -> None:
+        self.stop_reason = StopReason.LLM_BUDGET if self.budget_hit and not self.final else reason
         self.error = error
+        log.info("%r stopped: %s after %d hops, %d LLM calls%s", self.question, self.stop_reason.value, self.depth,
+                 self.llm_calls, f" ({error})" if error else "")
 
 
 @dataclass
@@ -111,7 +118,7 @@ class KGQA(dspy.Module):
         self.plan = dspy.Predict(Plan)
         self.prune_relations = dspy.Predict(PruneRelations)
         self.prune_entities = dspy.Predict(PruneEntities)
-        self.judge = dspy.Predict(JudgeSufficiency)
+        self.judge = dspy.Predict(Judge)
         self.reflect = dspy.Predict(Reflect)
 
     # -- the algorithm -----------------------------------------------------------------------
@@ -119,57 +126,57 @@ class KGQA(dspy.Module):
     def forward(self, question: str, topic_entities: Sequence[str] | None = None) -> dspy.Prediction:
         if self.kg is None:
             raise ValueError("KGQA needs a knowledge graph: KGQA(kg) or program.kg = kg")
-        run = Run(question=question, kg=self.kg.scoped(), config=self.config)
+        state = WalkState(question=question, kg=self.kg.scoped(), config=self.config)
         with dspy.track_usage() as usage:
             try:
-                self._walk(run, topic_entities)
+                self._walk(state, topic_entities)
             except KGError as exc:
-                run.stop("kg_error", error=str(exc))
-            answers, paths = self._answer(run)
-        return dspy.Prediction(answers=answers, paths=paths, trace=self._trace(run, usage))
+                state.stop(StopReason.KG_ERROR, error=str(exc))
+            answers, paths = self._answer(state)
+        return dspy.Prediction(answers=answers, paths=paths, trace=self._trace(state, usage))
 
-    def _walk(self, run: Run, topic_entities: Sequence[str] | None) -> None:
-        problem = _question_problem(run.question)
+    def _walk(self, state: WalkState, topic_entities: Sequence[str] | None) -> None:
+        problem = question_problem(state.question)
         if problem:
-            return run.stop("bad_question", error=problem)
-        run.topics, problem = self._topics(run, topic_entities)
-        if not run.topics:
-            return run.stop("no_topic_entity", error=problem)
-        run.hop_targets, run.conditions = self._plan(run)
-        frontier = [Trail(topic) for topic in run.topics]
-        relations = dict(run.kg.relations(run.topic_ids).items)
-        hops = len(run.hop_targets)
-        while run.depth < hops:
-            run.depth += 1
-            relations.update(self._missing_relations(run, frontier, relations))
-            steps = self._prune_relations(run, frontier, relations)
+            return state.stop(StopReason.BAD_QUESTION, error=problem)
+        state.topics, problem = self._topics(state, topic_entities)
+        if not state.topics:
+            return state.stop(StopReason.NO_TOPIC_ENTITY, error=problem)
+        state.hop_targets, state.conditions = self._plan(state)
+        frontier = [Trail(topic) for topic in state.topics]
+        relations = dict(state.kg.relations(state.topic_ids).items)
+        hops = len(state.hop_targets)
+        while state.depth < hops:
+            state.depth += 1
+            relations.update(self._missing_relations(state, frontier, relations))
+            steps = self._prune_relations(state, frontier, relations)
             kept: list[Trail] = []
             if steps:
                 # the relations around what is reached serve the next hop, or stepping through CVT nodes:
                 # after the plan's last hop, on a graph without CVTs and with no judge to add a hop, none
-                more = run.depth < hops or run.config.judge or run.kg.profile.step_through_unnamed
-                candidates, relations = self._follow(run, steps, more=more)
-                kept = self._keep_entities(run, candidates)
+                more = state.depth < hops or state.config.judge or state.kg.profile.step_through_unnamed
+                candidates, relations = self._follow(state, steps, more=more)
+                kept = self._keep_entities(state, candidates)
             if not kept:  # a dead end: resume from entities passed a hop before, or stop
-                resumed = self._reflect(run, frontier)
+                resumed = self._reflect(state, frontier)
                 if resumed:
-                    frontier, run.depth = resumed, run.depth - 1  # take this hop again from them
+                    frontier, state.depth = resumed, state.depth - 1  # take this hop again from them
                     continue
                 # with nothing to resume from, the plan went a hop too far: the last hop reached answers
-                return run.stop("plan_shortened" if run.final else "dead_end")
-            run.final, frontier = kept, self._beam(run, kept)
-            if run.config.judge and run.depth == hops and run.depth < run.config.depth and not self._judge(run):
+                return state.stop(StopReason.PLAN_SHORTENED if state.final else StopReason.DEAD_END)
+            state.final, frontier = kept, self._beam(state, kept)
+            if state.config.judge and state.depth == hops and state.depth < state.config.depth and not self._judge(state):
                 hops += 1  # the plan was short: the judge found the walk one hop before the asked kind
-                run.extended += 1
-            if run.budget_hit:
-                return run.stop("llm_budget")
-        run.stop("plan_done")
+                state.extended += 1
+            if state.budget_hit:
+                return state.stop(StopReason.LLM_BUDGET)
+        state.stop(StopReason.PLAN_DONE)
 
     # -- steps -------------------------------------------------------------------------------
 
-    def _topics(self, run: Run, given: Sequence[str] | None) -> tuple[list[Node], str | None]:
+    def _topics(self, state: WalkState, given: Sequence[str] | None) -> tuple[list[Node], str | None]:
         """Topic entities with their names: the given ids, else labels found in the question."""
-        kg = run.kg
+        kg = state.kg
         if given:
             ids, labels = [], []
             for entity in given:
@@ -188,38 +195,39 @@ class KGQA(dspy.Module):
             topics = [Node(e, name=name) for e, name in found.items()]
             missing = [e for e in given if e not in found and not linked.get(e)]
             return topics, (f"unknown topic entities: {', '.join(map(repr, missing))}" if not topics else None)
-        spans = _BRACKETED.findall(run.question) or _ngrams(run.question)
+        spans = _BRACKETED.findall(state.question) or _ngrams(state.question)
         linked = kg.link(spans)
-        chosen = _longest_matches(run.question, {s: ids for s, ids in linked.items() if ids})
+        chosen = _longest_matches(state.question, {s: ids for s, ids in linked.items() if ids})
         topics = [Node(e, name=label) for label in chosen for e in linked[label]]
         return topics, None if topics else "no entity of the question was found in the KG by its name"
 
-    def _plan(self, run: Run) -> tuple[list[str], list[str]]:
+    def _plan(self, state: WalkState) -> tuple[list[str], list[str]]:
         """What each hop reaches and what the answer must satisfy; one hop when the plan is unusable."""
-        depth = run.config.depth
+        depth = state.config.depth
         signature = self.plan.signature.with_updated_fields("hop_targets", type_=_at_most(list[str], depth))
-        out = self._call(run, self.plan, signature=signature, question=run.question,
-                         topic=render.several([t.label for t in run.topics]))
+        out = self._call(state, self.plan, signature=signature, question=state.question,
+                         topic=render.several([t.label for t in state.topics]))
         targets = [t.strip() for t in (out.hop_targets if out else []) if isinstance(t, str) and t.strip()]
         conditions = [c.strip() for c in (out.answer_constraints if out else []) if isinstance(c, str) and c.strip()]
         if not targets:
-            run.fallbacks += 1
+            state.fallbacks += 1
         topic_kind, answer_kind = (getattr(out, name, "") if out else "" for name in ("topic_kind", "answer_kind"))
-        run.raw_plan = {"topic_kind": topic_kind, "answer_kind": answer_kind, "hop_targets": targets}
+        state.raw_plan = {"topic_kind": topic_kind, "answer_kind": answer_kind, "hop_targets": targets}
+        log.debug("plan for %r: %s -> %s, hops %s, conditions %s", state.question, topic_kind, answer_kind, targets, conditions)
         targets = _end_at_answer(_start_after_topic(targets, topic_kind), answer_kind)
-        return targets[:depth] or [run.question], conditions[:3]
+        return targets[:depth] or [state.question], conditions[:3]
 
-    def _missing_relations(self, run: Run, frontier: list[Trail], known: dict) -> dict:
+    def _missing_relations(self, state: WalkState, frontier: list[Trail], known: dict) -> dict:
         """Relations of frontier entities not fetched with the last hop (ones brought back by reflection)."""
         missing = [t.end.id for t in frontier if t.end.id not in known and not t.end.literal]
-        return dict(run.kg.relations(missing).items) if missing else {}
+        return dict(state.kg.relations(missing).items) if missing else {}
 
-    def _prune_relations(self, run: Run, frontier: list[Trail], relations: dict) -> list[tuple[Trail, Edge, float]]:
+    def _prune_relations(self, state: WalkState, frontier: list[Trail], relations: dict) -> list[tuple[Trail, Edge, float]]:
         """Relations that take this hop of the plan: one decision for the whole frontier, over every
         relation some frontier entity offers (the hop looks for one kind of thing, whichever entity
         it starts from), listed most similar to the hop's target first; each chosen relation is
         followed from the entities that offer it."""
-        drop_back = run.kg.profile.drops_pre_relations
+        drop_back = state.kg.profile.drops_pre_relations
         offered: dict[str, Edge] = {}
         by_trail: list[tuple[Trail, set[str]]] = []
         for trail in frontier:
@@ -227,68 +235,69 @@ class KGQA(dspy.Module):
             labels = {render.relation_label(e): e for e in relations.get(trail.end.id, ()) if e != back}
             offered.update(labels)
             by_trail.append((trail, set(labels)))
-        target = self._hop_target(run)
+        target = self._hop_target(state)
         names = sorted(offered)
         scores = dict(zip(names, self.embedder.similarities(target, [render.relation_words(name) for name in names])))
         candidates = sorted(names, key=lambda name: (-scores[name], name))
-        if _clear(candidates, scores, run.config):  # the target names its relation: no decision to make
+        if _clear(candidates, scores, state.config):  # the target names its relation: no decision to make
             picked = [(candidates[0], 1.0)]
         else:
             picked = self._pick_relations(
-                run, candidates, hop=f"hop {run.depth} of {max(run.depth, len(run.hop_targets))}: {target}",
+                state, candidates, hop=f"hop {state.depth} of {max(state.depth, len(state.hop_targets))}: {target}",
                 entity=render.several([render.node_label(t.end) for t in frontier]),
             )
-        run.hops.append({"depth": run.depth, "target": target, "offered": candidates[: _LOGGED_RELATIONS],
+        log.debug("hop %d (%s): chose %s of %d relations", state.depth, target, [label for label, _ in picked], len(candidates))
+        state.hops.append({"depth": state.depth, "target": target, "offered": candidates[: _LOGGED_RELATIONS],
                          "chosen": [label for label, _ in picked], "edges": []})
         return [(trail, offered[label], score) for label, score in picked for trail, labels in by_trail if label in labels]
 
-    def _pick_relations(self, run: Run, candidates: list[str], *, hop: str, entity: str) -> list[tuple[str, float]]:
+    def _pick_relations(self, state: WalkState, candidates: list[str], *, hop: str, entity: str) -> list[tuple[str, float]]:
         """The relation prune step: which of the candidates take this hop of the plan."""
         return self._pick(
-            run, self.prune_relations, offered="candidate_relations", chosen="relations_to_follow", candidates=candidates,
-            limit=run.config.relations_per_entity, query=f"{self._hop_target(run)} {run.question}",
-            question=run.question, plan=run.hop_targets, hop=hop, entity=entity,
+            state, self.prune_relations, offered="candidate_relations", chosen="relations_to_follow", candidates=candidates,
+            limit=state.config.relations_per_entity, query=f"{self._hop_target(state)} {state.question}",
+            question=state.question, plan=state.hop_targets, hop=hop, entity=entity,
         )
 
-    def _hop_target(self, run: Run) -> str:
+    def _hop_target(self, state: WalkState) -> str:
         """What the plan says this hop reaches ('one hop further' past a plan the judge found short)."""
-        return run.hop_targets[run.depth - 1] if run.depth <= len(run.hop_targets) else "one hop further"
+        return state.hop_targets[state.depth - 1] if state.depth <= len(state.hop_targets) else "one hop further"
 
-    def _follow(self, run: Run, steps: list[tuple[Trail, Edge, float]], *, more: bool) -> tuple[list[Candidates], dict]:
+    def _follow(self, state: WalkState, steps: list[tuple[Trail, Edge, float]], *, more: bool) -> tuple[list[Candidates], dict]:
         """Neighbours of every chosen step in one query; unnamed (CVT) nodes are stepped through."""
-        fanout = run.kg.follow([Step(t.end.id, e.relation, e.direction) for t, e, _ in steps], relations=more)
+        fanout = state.kg.follow([Step(t.end.id, e.relation, e.direction) for t, e, _ in steps], relations=more)
         relations = dict(fanout.around)
         groups: list[Candidates] = []
         through: list[tuple[Trail, Edge, float, Node]] = []
         for trail, edge, score in steps:
             on_trail = {n.id for n in trail.nodes()}
             nodes = [n for n in fanout[Step(trail.end.id, edge.relation, edge.direction)] if n.id not in on_trail or n.literal]
-            nodes = [n for n in nodes if n.literal or n.id not in run.topic_ids]
-            if run.kg.profile.step_through_unnamed:
+            nodes = [n for n in nodes if n.literal or n.id not in state.topic_ids]
+            if state.kg.profile.step_through_unnamed:
                 through += [(trail, edge, score, n) for n in nodes if not n.literal and not n.name]
                 nodes = [n for n in nodes if n.literal or n.name]
             if nodes:
                 groups.append(Candidates(trail, (edge,), [((), n) for n in nodes], score))
         if through:
-            groups += self._step_through(run, through, relations, more=more)
+            groups += self._step_through(state, through, relations, more=more)
         return groups, relations
 
-    def _step_through(self, run: Run, through: list, relations: dict, *, more: bool) -> list[Candidates]:
+    def _step_through(self, state: WalkState, through: list, relations: dict, *, more: bool) -> list[Candidates]:
         """Follow every onward relation of unnamed (CVT) nodes but the one back, in one query."""
         missing = sorted({cvt.id for *_, cvt in through} - set(relations))
         if missing:
-            relations.update(run.kg.relations(missing).items)
+            relations.update(state.kg.relations(missing).items)
 
         def onward(edge: Edge, cvt: Node) -> list[Edge]:
             back = Edge(edge.relation, edge.direction.reverse)
             return [e for e in relations.get(cvt.id, ()) if e != back]
 
         steps = [Step(cvt.id, e.relation, e.direction) for _, edge, _, cvt in through for e in onward(edge, cvt)]
-        fanout = run.kg.follow(steps, relations=more)
+        fanout = state.kg.follow(steps, relations=more)
         relations.update(fanout.around)
         groups: dict[tuple, Candidates] = {}
         for trail, edge, score, cvt in through:
-            excluded = {n.id for n in trail.nodes()} | run.topic_ids
+            excluded = {n.id for n in trail.nodes()} | state.topic_ids
             for e in onward(edge, cvt):
                 nodes = [n for n in fanout[Step(cvt.id, e.relation, e.direction)] if n.literal or n.id not in excluded]
                 if nodes:
@@ -297,7 +306,7 @@ class KGQA(dspy.Module):
                     group.members += [(prefix, n) for n in nodes]
         return list(groups.values())
 
-    def _prune_compounds(self, run: Run, groups: list[Candidates]) -> list[Candidates]:
+    def _prune_compounds(self, state: WalkState, groups: list[Candidates]) -> list[Candidates]:
         """Through a nameless (CVT) node a chosen relation fans out into several compound ones
         (`film.film.starring -> film.performance.actor`, `... -> film.performance.character`):
         one constrained choice among them per first relation, none where there is one."""
@@ -306,22 +315,22 @@ class KGQA(dspy.Module):
             if len(group.edges) > 1:
                 by_first[group.edges[0]].append(group)
         dropped: set[tuple[Edge, ...]] = set()
-        target = self._hop_target(run)
+        target = self._hop_target(state)
         for first, through in by_first.items():
             labels = {" -> ".join(map(render.relation_label, g.edges)): g.edges for g in through}
             picked = self._pick_relations(
-                run, list(labels), hop=f"hop {run.depth}, through {render.relation_label(first)}: {target}",
+                state, list(labels), hop=f"hop {state.depth}, through {render.relation_label(first)}: {target}",
                 entity=render.several([render.node_label(g.trail.end) for g in through]),
             )
             keep = {labels[label] for label, _ in picked}
             dropped |= set(labels.values()) - keep
         return [g for g in groups if g.edges not in dropped]
 
-    def _keep_entities(self, run: Run, groups: list[Candidates]) -> list[Trail]:
+    def _keep_entities(self, state: WalkState, groups: list[Candidates]) -> list[Trail]:
         """Entities to keep. Every one, unless the answer has conditions and this is the plan's last
         hop: then one constrained decision per (compound) relation across the whole frontier."""
-        groups = self._prune_compounds(run, groups)
-        prune = bool(run.conditions) and run.depth >= len(run.hop_targets)
+        groups = self._prune_compounds(state, groups)
+        prune = bool(state.conditions) and state.depth >= len(state.hop_targets)
         by_edges: dict[tuple[Edge, ...], list[Candidates]] = defaultdict(list)
         for group in groups:
             by_edges[group.edges].append(group)
@@ -329,101 +338,101 @@ class KGQA(dspy.Module):
         for edges, same in by_edges.items():
             nodes = list(dict.fromkeys(n for group in same for _, n in group.members))
             if prune:
-                chosen = self._prune_entities(run, edges, same, nodes)
+                chosen = self._prune_entities(state, edges, same, nodes)
             else:
                 chosen = {node: 1.0 for node in nodes}
             for group in same:
                 for prefix, node in group.members:
                     hops = prefix + (Hop(edges[-1].relation, edges[-1].direction, node),)
                     trail = group.trail.extend(hops, group.score * chosen.get(node, 0.0))
-                    run.seen.setdefault(node.id, trail)  # pruned ones too: reflection may resume from them
-                    if run.hops and len(run.hops[-1]["edges"]) < _LOGGED_EDGES:
-                        run.hops[-1]["edges"].append([render.node_label(group.trail.end),
+                    state.seen.setdefault(node.id, trail)  # pruned ones too: reflection may resume from them
+                    if state.hops and len(state.hops[-1]["edges"]) < _LOGGED_EDGES:
+                        state.hops[-1]["edges"].append([render.node_label(group.trail.end),
                                                       " -> ".join(map(render.relation_label, edges)),
                                                       render.node_label(node), node in chosen])
                     if node in chosen:
                         kept.append(trail)
         return sorted(kept, key=lambda t: (-t.score, render.path_text(t)))
 
-    def _prune_entities(self, run: Run, edges: tuple[Edge, ...], same: list[Candidates], nodes: list[Node]) -> dict[Node, float]:
+    def _prune_entities(self, state: WalkState, edges: tuple[Edge, ...], same: list[Candidates], nodes: list[Node]) -> dict[Node, float]:
         by_label: dict[str, list[Node]] = defaultdict(list)
         for node in nodes:
             if not node.literal:
                 by_label[render.node_label(node)].append(node)
         ends = render.several([render.node_label(g.trail.end) for g in same])
         picked = self._pick(
-            run,
+            state,
             self.prune_entities,
             offered="candidate_entities",
             chosen="entities_to_keep",
             candidates=list(by_label),
-            limit=run.config.entities_per_relation,
-            query=f"{run.question} {' '.join(run.conditions)}",
-            question=run.question,
-            conditions=run.conditions,
+            limit=state.config.entities_per_relation,
+            query=f"{state.question} {' '.join(state.conditions)}",
+            question=state.question,
+            conditions=state.conditions,
             relation_walked=" -> ".join([ends, *map(render.relation_label, edges)]),
         )
         chosen = {node: score for label, score in picked for node in by_label[label]}
         chosen.update((node, 1.0) for node in nodes if node.literal)  # values pass without pruning
         return chosen
 
-    def _judge(self, run: Run) -> bool:
+    def _judge(self, state: WalkState) -> bool:
         """Did the last planned hop reach what the question asks for? True when unsure (no call, a failed one)."""
-        best = run.final[0]
-        reached = list(dict.fromkeys(render.node_label(t.end) for t in run.final))[: run.config.judge_shown]
-        out = self._call(run, self.judge, question=run.question, reasoning_path=render.path_text(best), reached_entities=reached)
+        best = state.final[0]
+        reached = list(dict.fromkeys(render.node_label(t.end) for t in state.final))[: state.config.judge_shown]
+        out = self._call(state, self.judge, question=state.question, reasoning_path=render.path_text(best), reached_entities=reached)
         return out is None or out.reached_answer is not False
 
-    def _beam(self, run: Run, kept: list[Trail]) -> list[Trail]:
+    def _beam(self, state: WalkState, kept: list[Trail]) -> list[Trail]:
         """The best trails to go on from: one per entity, literals excluded, best scores first."""
         frontier: dict[str, Trail] = {}
         for trail in kept:
             if not trail.end.literal and trail.end.id not in frontier:
                 frontier[trail.end.id] = trail
-        return list(frontier.values())[: run.config.beam_width]
+        return list(frontier.values())[: state.config.beam_width]
 
-    def _reflect(self, run: Run, dead_end: list[Trail]) -> list[Trail]:
+    def _reflect(self, state: WalkState, dead_end: list[Trail]) -> list[Trail]:
         """Plan-on-Graph's reflection, only at a dead end: resume from entities passed one hop
         before, if the model picks any (entities the walk has not stood on yet)."""
-        if run.reflections >= run.config.max_reflections:
+        if state.reflections >= state.config.max_reflections:
             return []
-        level = run.depth - 1
+        level = state.depth - 1
         stood = {t.end.id for t in dead_end}
-        earlier = {render.node_label(t.end): t for e, t in run.seen.items()
+        earlier = {render.node_label(t.end): t for e, t in state.seen.items()
                    if e not in stood and t.steps == level and not t.end.literal}
         if not earlier:
             return []
-        run.reflections += 1
+        state.reflections += 1
         picked = self._pick(
-            run,
+            state,
             self.reflect,
             offered="earlier_entities",
             chosen="entities_to_resume",
             candidates=list(earlier),
-            limit=run.config.beam_width,
-            query=run.question,
-            question=run.question,
-            plan=run.hop_targets,
+            limit=state.config.beam_width,
+            query=state.question,
+            question=state.question,
+            plan=state.hop_targets,
             dead_end=render.several([render.node_label(t.end) for t in dead_end]),
         )
         return [earlier[label] for label, _ in picked]
 
-    def _answer(self, run: Run) -> tuple[list[str], list[str]]:
+    def _answer(self, state: WalkState) -> tuple[list[str], list[str]]:
         """The entities the walk ended on, best trails first: each answer once, with the GCR paths
         of the best `answer_paths` trails. The walk never ends on a topic or a nameless node."""
-        trails = [t for t in run.final if t.score >= run.config.min_path_score and (t.end.literal or t.end.name)]
+        trails = [t for t in state.final if t.score >= state.config.min_path_score and (t.end.literal or t.end.name)]
         scores: dict[str, float] = defaultdict(float)
         for trail in trails:
             scores[render.node_label(trail.end)] += trail.score
         ranked = sorted(scores, key=lambda a: (-scores[a], a))
-        paths = [render.gcr_path(t, render.node_label(t.end)) for t in trails[: run.config.answer_paths]]
-        return ranked[: run.config.max_answers], paths
+        paths = [render.gcr_path(t, render.node_label(t.end)) for t in trails[: state.config.answer_paths]]
+        return ranked[: state.config.max_answers], paths
 
     # -- plumbing ----------------------------------------------------------------------------
 
     def _pick(
         self,
-        run: Run,
+        state: WalkState,
         predictor: dspy.Predict,
         *,
         offered: str,
@@ -439,32 +448,37 @@ class KGQA(dspy.Module):
         `offered` and `chosen` name the predictor's candidate input and choice output."""
         if len(candidates) <= 1:
             return [(c, 1.0) for c in candidates]
-        if len(candidates) > run.config.max_candidates:
-            candidates = self.embedder.top(query, candidates, run.config.max_candidates)
+        if len(candidates) > state.config.max_candidates:
+            candidates = self.embedder.top(query, candidates, state.config.max_candidates)
         signature = predictor.signature.with_updated_fields(chosen, type_=choices(candidates, at_most=limit))
-        out = self._call(run, predictor, signature=signature, **inputs, **{offered: candidates})
+        out = self._call(state, predictor, signature=signature, **inputs, **{offered: candidates})
         outputs = getattr(out, chosen, None) if out is not None else None
         if outputs == []:  # the model's answer is "none of these"
             return []
-        selection = select(outputs if isinstance(outputs, list) else [], candidates, cutoff=run.config.snap_cutoff, limit=limit)
-        run.dropped += selection.dropped
+        selection = select(outputs if isinstance(outputs, list) else [], candidates, cutoff=state.config.snap_cutoff, limit=limit)
+        state.dropped += selection.dropped
         if selection.kept:
             return [(c, 1.0 / (1 + rank)) for rank, c in enumerate(selection.kept)]
-        run.fallbacks += 1  # the call failed, or nothing it chose was a candidate
+        state.fallbacks += 1  # the call failed, or nothing it chose was a candidate
         return [(c, 0.5 / (1 + rank)) for rank, c in enumerate(self.embedder.top(query, candidates, limit))]
 
-    def _call(self, run: Run, predictor: dspy.Predict, **inputs) -> dspy.Prediction | None:
+    def _call(self, state: WalkState, predictor: dspy.Predict, **inputs) -> dspy.Prediction | None:
         """One LLM call within the budget; a failure (parse error, LM error) is counted, not raised."""
-        if run.llm_calls >= run.config.max_llm_calls:
-            run.budget_hit = True
+        if state.llm_calls >= state.config.max_llm_calls:
+            state.budget_hit = True
             return None
-        run.llm_calls += 1
+        state.llm_calls += 1
         try:
-            return predictor(**inputs, demos=self._shown_demos(predictor, run.question))
-        except Exception as exc:  # the LM or its adapter failed: the walk falls back and goes on
-            run.llm_failures += 1
-            run.dropped.append(f"{type(exc).__name__}: {str(exc)[:200]}")
-            return None
+            return predictor(**inputs, demos=self._shown_demos(predictor, state.question))
+        except AdapterParseError as exc:  # the LM answered, but not in the signature's shape
+            log.info("%s: unparseable reply: %s", predictor.signature.__name__, str(exc)[:200])
+            state.parse_failures += 1
+            state.dropped.append(f"{type(exc).__name__}: {str(exc)[:200]}")
+        except Exception as exc:  # the LM did not answer (connection, timeout, engine): the walk falls back and goes on
+            log.warning("LM call failed: %s: %s", type(exc).__name__, str(exc)[:200])
+            state.llm_failures += 1
+            state.dropped.append(f"{type(exc).__name__}: {str(exc)[:200]}")
+        return None
 
     def _shown_demos(self, predictor: dspy.Predict, question: str) -> list:
         """The predictor's demos, or, when it holds more than `demos_per_call`, the ones whose
@@ -475,34 +489,35 @@ class KGQA(dspy.Module):
         nearest = self.embedder.rank(question, [str(demo.get("question", "")) for demo in pool])[:k]
         return [pool[i] for i in reversed(nearest)]
 
-    def _trace(self, run: Run, usage) -> dict:
-        totals = usage.get_total_tokens()
-        best = run.final[0] if run.final else None
-        return {
-            "llm_calls": run.llm_calls,
-            "llm_failures": run.llm_failures,
-            "input_tokens": sum(int(u.get("prompt_tokens") or 0) for u in totals.values()),
-            "output_tokens": sum(int(u.get("completion_tokens") or 0) for u in totals.values()),
-            "sparql_queries": run.kg.stats.queries,
-            "kg_seconds": round(run.kg.stats.seconds, 4),
-            "depth": run.depth,
-            "planned_hops": len(run.hop_targets),
-            "plan": run.hop_targets,
-            "raw_plan": run.raw_plan,
-            "conditions": run.conditions,
-            "extended_hops": run.extended,
-            "hops_walked": best.steps if best else 0,
-            "relation_path": [[h.relation, h.direction.value] for h in best.hops] if best else [],
-            "walk": run.hops,
-            "reflections": run.reflections,
-            "stop_reason": run.stop_reason,
-            "error": run.error,
-            "topic_entities": [t.id for t in run.topics],
-            "topic_names": [t.label for t in run.topics],
-            "dropped_selections": len(run.dropped),
-            "dropped_examples": run.dropped[:10],
-            "fallbacks": run.fallbacks,
-        }
+    def _trace(self, state: WalkState, usage) -> Trace:
+        best = state.final[0] if state.final else None
+        input_tokens, output_tokens = token_totals(usage)
+        return Trace(
+            stop_reason=state.stop_reason,
+            error=state.error,
+            llm_calls=state.llm_calls,
+            llm_failures=state.llm_failures,
+            parse_failures=state.parse_failures,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            sparql_queries=state.kg.stats.queries,
+            kg_seconds=round(state.kg.stats.seconds, 4),
+            depth=state.depth,
+            planned_hops=len(state.hop_targets),
+            plan=state.hop_targets,
+            raw_plan=state.raw_plan,
+            conditions=state.conditions,
+            extended_hops=state.extended,
+            hops_walked=best.steps if best else 0,
+            relation_path=[[h.relation, h.direction.value] for h in best.hops] if best else [],
+            walk=state.hops,
+            reflections=state.reflections,
+            topic_entities=[t.id for t in state.topics],
+            topic_names=[t.label for t in state.topics],
+            dropped_selections=len(state.dropped),
+            dropped_examples=state.dropped[:10],
+            fallbacks=state.fallbacks,
+        )
 
 
 def _noun(text: object) -> str:
@@ -538,14 +553,6 @@ def _clear(ranked: list[str], scores: dict[str, float], config: WalkConfig) -> b
 
 def _at_most(annotation, n: int):
     return Annotated[annotation, pydantic.Field(min_length=1, max_length=n)]
-
-
-def _question_problem(question: object) -> str | None:
-    if not isinstance(question, str) or not question.strip():
-        return "the question is empty"
-    if len(question) > MAX_QUESTION_CHARS:
-        return f"the question is {len(question)} characters long (limit {MAX_QUESTION_CHARS})"
-    return None
 
 
 def _ngrams(question: str, longest: int = 6) -> list[str]:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kg import Direction, Edge, Node
-from programs.trails import Trail
+from kgqa.kg import Direction, Edge, Node
+from kgqa.programs.trails import Trail
 
 
 def relation_label(edge: Edge) -> str:

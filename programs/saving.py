@@ -9,9 +9,10 @@ import platform
 from importlib import metadata
 from pathlib import Path
 
-from kg import KnowledgeGraph
-from programs.config import WalkConfig
-from programs.kgqa import KGQA
+from kgqa.errors import KGQAError
+from kgqa.kg import KnowledgeGraph
+from kgqa.programs.config import WalkConfig
+from kgqa.programs.kgqa import KGQA
 
 PROGRAM_FILE, CONFIG_FILE = "program.json", "config.json"
 MAX_FILE_BYTES = 50_000_000
@@ -20,7 +21,7 @@ _PREDICTOR_KEYS = {"traces", "train", "demos", "signature", "lm"}
 OLDER_STEPS = {"decompose", "filter_facts", "update_memory", "extract_answer"}  # the walk before the plan-driven one
 
 
-class ProgramFileError(ValueError):
+class ProgramFileError(KGQAError, ValueError):
     """A program directory that cannot be loaded safely."""
 
 
@@ -38,31 +39,32 @@ def save_program(program: KGQA, directory: str | Path, *, settings: dict) -> Pat
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     program.save(str(directory / PROGRAM_FILE))
-    config = {**settings, "walk": program.config.to_dict(), "versions": versions()}
-    (directory / CONFIG_FILE).write_text(json.dumps(config, indent=2, default=str) + "\n")
+    saved = {**settings, "walk": program.config.to_dict(), "versions": versions()}
+    (directory / CONFIG_FILE).write_text(json.dumps(saved, indent=2, default=str) + "\n")
     return directory
 
 
-def read_config(directory: str | Path) -> dict:
+def read_settings(directory: str | Path) -> dict:
+    """The settings a program was compiled with (`config.json`): KG, profile, LM, walk, versions."""
     path = Path(directory) / CONFIG_FILE
     if not path.is_file():
         raise ProgramFileError(f"no {CONFIG_FILE} in {directory} (make one with `kgqa compile ... --out {directory}`)")
-    config = _read_json(path)
-    if not isinstance(config, dict):
+    settings = _read_json(path)
+    if not isinstance(settings, dict):
         raise ProgramFileError(f"{path} must hold a JSON object")
-    return config
+    return settings
 
 
-def load_program(directory: str | Path, kg: KnowledgeGraph, *, config: dict | None = None) -> KGQA:
+def load_program(directory: str | Path, kg: KnowledgeGraph, *, settings: dict | None = None) -> KGQA:
     directory = Path(directory)
-    config = config if config is not None else read_config(directory)
+    settings = settings if settings is not None else read_settings(directory)
     path = directory / PROGRAM_FILE
     if not path.is_file():
         raise ProgramFileError(f"no {PROGRAM_FILE} in {directory}")
     state = _read_json(path)  # its steps first: a program of an older walk also has older walk settings
     check_state(state, expected={name for name, _ in KGQA(kg).named_predictors()}, source=path)
     try:
-        walk = WalkConfig(**config.get("walk", {}))
+        walk = WalkConfig(**settings.get("walk", {}))
     except (TypeError, ValueError) as exc:
         raise ProgramFileError(f"{directory / CONFIG_FILE}: bad walk settings: {exc}") from None
     program = KGQA(kg, config=walk)

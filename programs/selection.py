@@ -11,7 +11,7 @@ import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from kg import normalize_label
+from kgqa.kg import normalize_label
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kg import Direction, Edge, Node
+from kgqa.kg import Direction, Edge, Node
 
 
 @dataclass(frozen=True)

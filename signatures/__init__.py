@@ -6,14 +6,14 @@ field names differ from step to step, because DSPy attaches demos by field-name 
 | plan the hops | `Plan` | plan.py |
 | choose the relation of a hop | `PruneRelations` | prune.py |
 | keep the entities that meet the conditions | `PruneEntities` | prune.py |
-| check the walk reached the asked kind | `JudgeSufficiency` | answer.py |
+| check the walk reached the asked kind | `Judge` | answer.py |
 | resume after a dead end | `Reflect` | reflect.py |
 | answer without the graph (baseline) | `AnswerDirectly` | answer.py |
 """
 
-from signatures.answer import AnswerDirectly, JudgeSufficiency
-from signatures.plan import Plan
-from signatures.prune import PruneEntities, PruneRelations
-from signatures.reflect import Reflect
+from kgqa.signatures.answer import AnswerDirectly, Judge
+from kgqa.signatures.plan import Plan
+from kgqa.signatures.prune import PruneEntities, PruneRelations
+from kgqa.signatures.reflect import Reflect
 
-__all__ = ["AnswerDirectly", "JudgeSufficiency", "Plan", "PruneEntities", "PruneRelations", "Reflect"]
+__all__ = ["AnswerDirectly", "Judge", "Plan", "PruneEntities", "PruneRelations", "Reflect"]

@@ -3,7 +3,7 @@
 import dspy
 
 
-class JudgeSufficiency(dspy.Signature):
+class Judge(dspy.Signature):
     """The walk followed its plan; check that it reached what the question asks for.
 
     Read the reasoning path and the entities it ended on. Answer true if they are the kind of

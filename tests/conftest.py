@@ -5,14 +5,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+from kgqa.env import stay_offline  # noqa: E402
+
+stay_offline()
 
 import pyoxigraph as ox  # noqa: E402
 import pytest  # noqa: E402
 
-from data.demo import DEMO_KG  # noqa: E402
-from kg import EmbeddedStore, KnowledgeGraph, SparqlEndpoint, virtuoso  # noqa: E402
+from kgqa.data.demo import DEMO_KG  # noqa: E402
+from kgqa.kg import EmbeddedStore, KnowledgeGraph, SparqlEndpoint, virtuoso  # noqa: E402
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 IN_CI = os.environ.get("CI", "").lower() == "true"

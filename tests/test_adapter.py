@@ -7,7 +7,7 @@ import pytest
 
 from kgqa.lm.adapter import CompactChatAdapter, ConstrainedJSONAdapter, choices, output_model
 from kgqa.lm.scripted import scripted_lm
-from signatures import JudgeSufficiency, PruneRelations
+from kgqa.signatures import Judge, PruneRelations
 
 
 def messages(adapter, signature, **inputs):
@@ -19,8 +19,8 @@ RELATION_INPUTS = {"question": "who directed it", "plan": ["director"], "hop": "
 
 
 def test_the_structure_has_placeholders_and_no_notes():
-    compact = messages(CompactChatAdapter(), JudgeSufficiency, **JUDGE_INPUTS)
-    stock = messages(dspy.ChatAdapter(), JudgeSufficiency, **JUDGE_INPUTS)
+    compact = messages(CompactChatAdapter(), Judge, **JUDGE_INPUTS)
+    stock = messages(dspy.ChatAdapter(), Judge, **JUDGE_INPUTS)
     assert "# note" in stock[0]["content"] and "# note" not in compact[0]["content"]
     for name in ("question", "reasoning_path", "reached_entities", "reached_answer"):
         assert f"[[ ## {name} ## ]]\n{{{name}}}" in compact[0]["content"]

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from data.demo import DEMO_KG
+from kgqa.data.demo import DEMO_KG
 
 
 def kgqa(*args: str) -> subprocess.CompletedProcess:

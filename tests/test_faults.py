@@ -8,15 +8,15 @@ import pickle
 import dspy
 import pytest
 
-from data.demo import DEMO_KG, split_path
-from data.examples import DatasetError
-from data.jsonl import load_jsonl
-from kg import KnowledgeGraph, SparqlEndpoint, virtuoso
-from kg.virtuoso import free_port
+from kgqa.data.demo import DEMO_KG, split_path
+from kgqa.data.examples import DatasetError
+from kgqa.data.jsonl import load_jsonl
+from kgqa.evaluate.runner import evaluate, read_records
+from kgqa.kg import KnowledgeGraph, SparqlEndpoint, virtuoso
+from kgqa.kg.virtuoso import free_port
 from kgqa.lm.faulty import FAULTS, FaultyEngine
-from optimizers.evaluate import evaluate, read_records
-from programs import KGQA
-from programs.saving import ProgramFileError, load_program, save_program
+from kgqa.programs import KGQA
+from kgqa.programs.saving import ProgramFileError, load_program, save_program
 from tests.kg.scripted_server import XML_OK, ScriptedServer
 from tests.programs.oracle import demo_oracle
 

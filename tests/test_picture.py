@@ -8,9 +8,10 @@ from html.parser import HTMLParser
 import dspy
 import pytest
 
-from kg import KnowledgeGraph
+from kgqa.kg import KnowledgeGraph
 from kgqa.picture import walk_page
-from programs import KGQA
+from kgqa.programs import KGQA
+from kgqa.programs.trace import Trace
 from tests.programs.oracle import oracle
 
 
@@ -58,7 +59,7 @@ def kg(demo_store) -> KnowledgeGraph:
 def draw(kg, lm, question, **config):
     with dspy.context(lm=lm):
         pred = KGQA(kg)(question=question)
-    trace = json.loads(json.dumps(pred.trace))  # the page is drawn from a trace as records keep it
+    trace = Trace.from_dict(json.loads(json.dumps(pred.trace.to_dict())))  # drawn from a trace as records keep it
     return pred, Page(walk_page(question, pred.answers, pred.paths, trace))
 
 
@@ -98,14 +99,14 @@ def test_a_compound_relation_through_a_cvt_node_is_one_highlighted_edge(kg):
 
 def test_a_failed_walk_still_draws_its_reason(kg):
     pred, page = draw(kg, oracle([]), "Who directed Nonexistent Film Xyz?")
-    assert pred.trace["stop_reason"] == "no_topic_entity" and page.nodes == {} and page.answers == []
+    assert pred.trace.stop_reason == "no_topic_entity" and page.nodes == {} and page.answers == []
     text = walk_page("Who directed Nonexistent Film Xyz?", pred.answers, pred.paths, pred.trace)
     assert "no_topic_entity" in text and "no entity of the question was found" in text
 
 
 def test_evaluation_draws_the_first_wrong_walks(kg, tmp_path):
-    from optimizers.evaluate import evaluate
-    from optimizers.workflow import draw_wrong_walks
+    from kgqa.evaluate.runner import evaluate
+    from kgqa.workflow import draw_wrong_walks
 
     questions = [dspy.Example(id=f"q{i}", question=q, topic_entities=[], answers=a).with_inputs("question")
                  for i, (q, a) in enumerate([("Who directed Parasite?", ["Bong Joon-ho"]),

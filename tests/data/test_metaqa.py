@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from data.examples import DatasetError
-from data.metaqa import kb_triples, load_questions, qtype_path
-from kg import Direction, EmbeddedStore, KnowledgeGraph, Node
+from kgqa.data.examples import DatasetError
+from kgqa.data.metaqa import kb_triples, load_questions, qtype_path
+from kgqa.kg import Direction, EmbeddedStore, KnowledgeGraph, Node
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def test_the_film_1941_is_not_the_year_1941(metaqa_kg):
 
 
 def test_gold_paths_of_kb_exact_questions_give_the_gold_answers(metaqa_kg, shared_data):
-    from kg.paths import answer_names, walk
+    from kgqa.kg.paths import answer_names, walk
 
     checked = 0
     for ex in load_questions(shared_data / "metaqa" / "qa" / "metaqa_2hop_dev.jsonl"):

@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from data.examples import DatasetError
-from data.rog import load_rog, question_graph
-from kg import Direction
+from kgqa.data.examples import DatasetError
+from kgqa.data.rog import load_rog, question_graph
+from kgqa.kg import Direction
 
 ROWS = [
     {
@@ -83,7 +83,7 @@ def test_malformed_graph_rows_are_clear_errors(tmp_path):
 def test_nameless_nodes_are_stepped_through_and_never_answers(tmp_path):
     import dspy
 
-    from programs import KGQA
+    from kgqa.programs import KGQA
     from tests.programs.oracle import oracle
 
     path = tmp_path / "rog.jsonl.gz"
@@ -106,7 +106,7 @@ def test_nameless_nodes_are_stepped_through_and_never_answers(tmp_path):
 
 @pytest.mark.parametrize("relation", ["book.book_edition.ISBN", "location.location_symbol_relationship.Kind_of_symbol"])
 def test_real_freebase_relation_ids_with_capitals_are_accepted_by_both_profiles(relation):
-    from kg.profiles import FREEBASE, ROG
+    from kgqa.kg.profiles import FREEBASE, ROG
 
     for profile in (FREEBASE, ROG):
         iri = profile.relation_iri(relation)

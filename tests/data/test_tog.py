@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from data.examples import MAX_QUESTION_CHARS, DatasetError
-from data.tog import load_tog
+from kgqa.data.examples import MAX_QUESTION_CHARS, DatasetError
+from kgqa.data.tog import load_tog
 
 # file: (rows, rows without a linked topic entity: empty in the source, or "UnknownMID")
 FILES = {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kg import Direction, Edge, InvalidTermError, KnowledgeGraph, Node, Step
-from kg.paths import answer_names, walk
+from kgqa.kg import Direction, Edge, InvalidTermError, KnowledgeGraph, Node, Step
+from kgqa.kg.paths import answer_names, walk
 
 OUT, IN = Direction.OUT, Direction.IN
 
@@ -102,7 +102,7 @@ def test_limits_cut_deterministically_and_say_so(demo_kg):
 
 
 def test_a_batch_that_overflows_the_row_cap_is_split_not_cut(demo_store):
-    from kg import KnowledgeGraph
+    from kgqa.kg import KnowledgeGraph
 
     kg = KnowledgeGraph(demo_store, profile="freebase", max_rows=4)
     usa, france = (kg.link([n])[n][0] for n in ("United States of America", "France"))
@@ -128,8 +128,8 @@ def test_unknown_entities_answer_empty_and_bad_ids_are_refused(demo_kg):
 
 
 def test_gold_paths_of_the_demo_questions_reproduce_their_answers(demo_kg):
-    from data.demo import split_path
-    from data.jsonl import load_jsonl
+    from kgqa.data.demo import split_path
+    from kgqa.data.jsonl import load_jsonl
 
     for ex in load_jsonl(split_path("test")):
         assert answer_names(demo_kg, walk(demo_kg, ex.topic_entities, ex.path)) == sorted(ex.answers), ex.question

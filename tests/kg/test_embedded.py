@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pyoxigraph as ox
 
-from kg import Direction, Edge, EmbeddedStore, KnowledgeGraph
-from kg.embedded import RELATION_INDEX
+from kgqa.kg import Direction, Edge, EmbeddedStore, KnowledgeGraph
+from kgqa.kg.embedded import RELATION_INDEX
 
 NS = "http://kgqa.local/metaqa/"
 

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from kg import KGError, KnowledgeGraph, SparqlEndpoint
-from kg.virtuoso import free_port
+from kgqa.kg import KGError, KnowledgeGraph, SparqlEndpoint
+from kgqa.kg.virtuoso import free_port
 from tests.kg.scripted_server import XML_OK, ScriptedServer
 
 

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kg import METAQA, Direction, EmbeddedStore, InvalidTermError, KnowledgeGraph, queries
-from kg.profiles import RDFS_LABEL
-from kg.terms import sparql_iri, sparql_string
+from kgqa.kg import METAQA, Direction, EmbeddedStore, InvalidTermError, KnowledgeGraph, queries
+from kgqa.kg.profiles import RDFS_LABEL
+from kgqa.kg.terms import sparql_iri, sparql_string
 
 HOSTILE_PIECES = [
     ">", "<", "}", "{", '"', "'", "\n", "\r", "\t", "#", "\\", "\\u0022", "\\u003E", " ", "^^", "@en",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from data.demo import DEMO_KG
-from kg import KGError, KnowledgeGraph, SparqlEndpoint, virtuoso
+from kgqa.data.demo import DEMO_KG
+from kgqa.kg import KGError, KnowledgeGraph, SparqlEndpoint, virtuoso
 
 
 def test_virtuoso_stopped_mid_run_gives_a_clear_error(tmp_path):

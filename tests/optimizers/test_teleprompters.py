@@ -4,7 +4,7 @@ import dspy
 import pytest
 
 from kgqa.lm.scripted import scripted_lm
-from optimizers.teleprompters import TELEPROMPTERS, Budget, compile_program, make_teleprompter
+from kgqa.optimizers.teleprompters import TELEPROMPTERS, Budget, compile_program, make_teleprompter
 
 
 @pytest.mark.parametrize("name", TELEPROMPTERS)

@@ -62,8 +62,8 @@ def gold_oracle(examples):
 
 def demo_oracle():
     """`--lm py:tests.programs.oracle:demo_oracle`: the gold oracle over every demo question."""
-    from data.demo import split_path
-    from data.jsonl import load_jsonl
+    from kgqa.data.demo import split_path
+    from kgqa.data.jsonl import load_jsonl
 
     return gold_oracle([ex for split in ("train", "dev", "test") for ex in load_jsonl(split_path(split))])
 

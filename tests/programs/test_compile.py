@@ -8,12 +8,12 @@ import json
 import dspy
 import pytest
 
-from data.demo import split_path
-from data.jsonl import load_jsonl
-from kg import KnowledgeGraph
+from kgqa.data.demo import split_path
+from kgqa.data.jsonl import load_jsonl
+from kgqa.kg import KnowledgeGraph
 from kgqa.lm.adapter import CompactChatAdapter, ConstrainedJSONAdapter
-from optimizers.teleprompters import Budget, compile_program
-from programs import KGQA
+from kgqa.optimizers.teleprompters import Budget, compile_program
+from kgqa.programs import KGQA
 from tests.programs.oracle import gold_oracle
 
 PREDICTORS = {"plan", "prune_relations", "prune_entities", "judge", "reflect"}
@@ -80,14 +80,14 @@ def test_save_and_load_round_trip_gives_identical_behaviour(kg, train, tmp_path)
         lm = gold_oracle(train)
         with dspy.context(lm=lm):
             prediction = program(question=question.question, topic_entities=question.topic_entities)
-        trace = {k: v for k, v in prediction.trace.items() if k != "kg_seconds"}  # wall clock
+        trace = {k: v for k, v in prediction.trace.to_dict().items() if k != "kg_seconds"}  # wall clock
         runs.append((prediction.answers, prediction.paths, trace, lm.scripted.calls))
     assert runs[0] == runs[1]
     assert runs[0][2]["input_tokens"] > runs[2][2]["input_tokens"]  # the loaded demos are in the prompts
 
 
 def test_compiling_with_gold_paths_bootstraps_right_walks_and_plans_of_every_length(kg, train):
-    from optimizers.labels import planned_hops
+    from kgqa.optimizers.labels import planned_hops
 
     student = gold_oracle([])  # an LM that knows nothing: every demo must come from the labels
     with dspy.context(lm=student, adapter=ConstrainedJSONAdapter()):
@@ -139,7 +139,7 @@ def test_mipro_on_an_explicit_budget_proposes_instructions_and_keeps_the_best(kg
 def test_a_program_compiled_by_the_older_walk_gets_a_clear_error(kg):
     from pathlib import Path
 
-    from programs.saving import ProgramFileError, load_program
+    from kgqa.programs.saving import ProgramFileError, load_program
 
     older = Path(__file__).resolve().parents[2] / "bench" / "results" / "accuracy-local-v1" / "program-bootstrap"
     with pytest.raises(ProgramFileError, match=r"compiled by an older kgqa.*recompile it with `kgqa compile`"):

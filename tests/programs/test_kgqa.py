@@ -5,8 +5,8 @@ from __future__ import annotations
 import dspy
 import pytest
 
-from kg import KnowledgeGraph
-from programs import KGQA, WalkConfig
+from kgqa.kg import KnowledgeGraph
+from kgqa.programs import KGQA, WalkConfig
 from tests.programs.oracle import oracle
 
 
@@ -33,26 +33,26 @@ def test_one_hop(kg, ids):
     assert pred.answers == ["Quentin Tarantino"]
     assert pred.paths == ["# Reasoning Path:\nPulp Fiction -> film.film.directed_by -> Quentin Tarantino\n# Answer:\nQuentin Tarantino"]
     trace = pred.trace
-    assert trace["stop_reason"] == "plan_done" and trace["depth"] == 1 and trace["planned_hops"] == 1
+    assert trace.stop_reason == "plan_done" and trace.depth == 1 and trace.planned_hops == 1
     # plan, relation prune: one candidate entity and no conditions need no entity prune, the plan says stop
     assert [key for key, _ in lm.scripted.calls] == ["topic_kind", "relations_to_follow"]
-    assert trace["llm_calls"] == 2
-    assert trace["relation_path"] == [["film.film.directed_by", "out"]] and trace["hops_walked"] == 1
-    assert trace["sparql_queries"] == 3  # topic names, topic relations, neighbours (+ their relations)
-    assert trace["input_tokens"] > 0 and trace["output_tokens"] > 0
-    assert trace["dropped_selections"] == 0 and trace["fallbacks"] == 0
+    assert trace.llm_calls == 2
+    assert trace.relation_path == [["film.film.directed_by", "out"]] and trace.hops_walked == 1
+    assert trace.sparql_queries == 3  # topic names, topic relations, neighbours (+ their relations)
+    assert trace.input_tokens > 0 and trace.output_tokens > 0
+    assert trace.dropped_selections == 0 and trace.fallbacks == 0
 
 
 def test_the_plan_decides_the_depth(kg, ids):
     lm = oracle(["film.film.directed_by", "people.person.place_of_birth"])
     pred = ask(kg, lm, "Where was the director of Parasite born?", [ids["Parasite"]])
-    assert pred.answers == ["Daegu"] and pred.trace["depth"] == 2 and pred.trace["stop_reason"] == "plan_done"
+    assert pred.answers == ["Daegu"] and pred.trace.depth == 2 and pred.trace.stop_reason == "plan_done"
     hops = [i["hop"] for key, i in lm.scripted.calls if key == "relations_to_follow"]
     assert hops == ["hop 1 of 2: hop 1", "hop 2 of 2: hop 2"]
     assert lm.scripted.count("reached_answer") == 0  # the plan decides; no judge unless asked for
     judged = ask(kg, oracle(["film.film.directed_by", "people.person.place_of_birth"]), "Where was the director of Parasite born?",
                  [ids["Parasite"]], judge=True)
-    assert judged.answers == ["Daegu"] and judged.trace["llm_calls"] == 4  # plan, 2 relations, judged once at the end
+    assert judged.answers == ["Daegu"] and judged.trace.llm_calls == 4  # plan, 2 relations, judged once at the end
 
 
 def test_a_short_plan_is_extended_when_the_judge_finds_the_walk_a_hop_short(kg, ids):
@@ -62,14 +62,14 @@ def test_a_short_plan_is_extended_when_the_judge_finds_the_walk_a_hop_short(kg, 
     lm = oracle(["film.film.directed_by", "people.person.place_of_birth"], hops=1, reached=reached)
     pred = ask(kg, lm, "Where was the director of Parasite born?", [ids["Parasite"]], judge=True)
     assert pred.answers == ["Daegu"]
-    assert pred.trace["planned_hops"] == 1 and pred.trace["extended_hops"] == 1 and pred.trace["depth"] == 2
-    assert pred.trace["llm_calls"] == 5  # plan, relation, judge (short), relation, judge
+    assert pred.trace.planned_hops == 1 and pred.trace.extended_hops == 1 and pred.trace.depth == 2
+    assert pred.trace.llm_calls == 5  # plan, relation, judge (short), relation, judge
 
 
 def test_a_plan_a_hop_too_long_answers_with_the_last_hop_reached(kg, ids):
     lm = oracle(["film.film.directed_by"], hops=2)  # hop 2 offers nothing the oracle wants
     pred = ask(kg, lm, "Who directed Parasite?", [ids["Parasite"]])
-    assert pred.trace["stop_reason"] == "plan_shortened" and pred.answers == ["Bong Joon-ho"]
+    assert pred.trace.stop_reason == "plan_shortened" and pred.answers == ["Bong Joon-ho"]
 
 
 def test_two_hops_through_a_cvt_node_are_one_planned_hop(kg, ids):
@@ -83,8 +83,8 @@ def test_two_hops_through_a_cvt_node_are_one_planned_hop(kg, ids):
         "film.film.starring -> film.performance.actor",
         "film.film.starring -> film.performance.character",
     ]
-    assert pred.trace["hops_walked"] == 1 and len(pred.trace["relation_path"]) == 2
-    assert pred.trace["llm_calls"] == 3 and pred.trace["sparql_queries"] == 4
+    assert pred.trace.hops_walked == 1 and len(pred.trace.relation_path) == 2
+    assert pred.trace.llm_calls == 3 and pred.trace.sparql_queries == 4
 
 
 def test_a_relation_walked_backwards(kg, ids):
@@ -115,7 +115,7 @@ def test_entities_are_pruned_only_against_the_answer_s_conditions(kg, ids):
 def test_depth_caps_the_plan(kg, ids):
     lm = oracle(["film.film.directed_by", "people.person.place_of_birth"])
     pred = ask(kg, lm, "Where was the director of Parasite born?", [ids["Parasite"]], depth=1)
-    assert pred.trace["planned_hops"] == 1 and pred.trace["depth"] == 1
+    assert pred.trace.planned_hops == 1 and pred.trace.depth == 1
     assert pred.answers == ["Bong Joon-ho"]
 
 
@@ -136,15 +136,15 @@ def test_reflection_at_a_dead_end_resumes_from_entities_passed_a_hop_before(kg, 
     # beam 1: Bong Joon-ho goes on, his co-writer Han Jin-won waits; Han offers no relation at all
     pred = ask(kg, lm, "Where was a writer of Parasite born?", [ids["Parasite"]], beam_width=1)
     resumed = [i["earlier_entities"] for key, i in lm.scripted.calls if key == "entities_to_resume"]
-    assert resumed == [] and pred.trace["reflections"] == 2  # one candidate each time: no call needed
-    assert pred.answers == ["Daegu"] and pred.trace["stop_reason"] == "plan_done"
+    assert resumed == [] and pred.trace.reflections == 2  # one candidate each time: no call needed
+    assert pred.answers == ["Daegu"] and pred.trace.stop_reason == "plan_done"
     assert "Parasite -> film.film.written_by -> Bong Joon-ho -> people.person.place_of_birth -> Daegu" in pred.paths[0]
 
 
 def test_a_dead_end_with_nothing_to_resume_from_stops_with_a_reason(kg, ids):
     lm = oracle(["no.such.relation"])
     pred = ask(kg, lm, "Who directed Parasite?", [ids["Parasite"]])
-    assert pred.trace["stop_reason"] == "dead_end" and pred.answers == []
+    assert pred.trace.stop_reason == "dead_end" and pred.answers == []
 
 
 def garbage(inputs):
@@ -167,8 +167,8 @@ def test_a_model_that_answers_garbage_or_invents_follows_only_real_candidates(kg
     lm = scripted_lm(handlers, default=default)
     pred = ask(kg, lm, "Where was the director of Parasite born?", [ids["Parasite"]], depth=2)
     trace = pred.trace
-    assert trace["stop_reason"] == "plan_done" and trace["depth"] >= 1
-    assert trace["dropped_selections"] > 0 and trace["fallbacks"] > 0
+    assert trace.stop_reason == "plan_done" and trace.depth >= 1
+    assert trace.dropped_selections > 0 and trace.fallbacks > 0
     assert pred.answers and not {"Invented Person", "Nobody Atall", "Ghost"} & set(pred.answers)
     for path in pred.paths:  # every hop of every reasoning path is a real edge of the KG
         entities_and_relations = path.split("\n")[1].split(" -> ")
@@ -193,15 +193,15 @@ def test_unknown_topic_entity_is_a_clear_stop(kg):
     lm = oracle([])
     pred = ask(kg, lm, "Who directed it?", ["m.0nothere"])
     assert pred.answers == [] and pred.paths == []
-    assert pred.trace["stop_reason"] == "no_topic_entity"
-    assert "m.0nothere" in pred.trace["error"]
-    assert pred.trace["llm_calls"] == 0
+    assert pred.trace.stop_reason == "no_topic_entity"
+    assert "m.0nothere" in pred.trace.error
+    assert pred.trace.llm_calls == 0
 
 
 def test_topics_are_linked_by_label_when_not_given(kg, ids):
     lm = oracle(["film.film.directed_by"])
     pred = ask(kg, lm, "Who directed Parasite?")
-    assert pred.trace["topic_entities"] == [ids["Parasite"]]
+    assert pred.trace.topic_entities == [ids["Parasite"]]
     assert pred.answers == ["Bong Joon-ho"]
     bracketed = ask(kg, oracle(["film.film.directed_by"]), "who directed [Parasite]")
     assert bracketed.answers == ["Bong Joon-ho"]
@@ -209,15 +209,15 @@ def test_topics_are_linked_by_label_when_not_given(kg, ids):
 
 def test_bad_questions_stop_with_a_reason(kg, ids):
     pred = ask(kg, oracle([]), "   ", [ids["Parasite"]])
-    assert pred.trace["stop_reason"] == "bad_question" and pred.trace["llm_calls"] == 0
+    assert pred.trace.stop_reason == "bad_question" and pred.trace.llm_calls == 0
     pred = ask(kg, oracle([]), "why " * 2_000, [ids["Parasite"]])
-    assert pred.trace["stop_reason"] == "bad_question" and "characters long" in pred.trace["error"]
+    assert pred.trace.stop_reason == "bad_question" and "characters long" in pred.trace.error
 
 
 def test_the_llm_call_cap_holds(kg, ids):
     lm = oracle(["film.film.directed_by", "people.person.place_of_birth"])
     pred = ask(kg, lm, "Where was the director of Parasite born?", [ids["Parasite"]], max_llm_calls=2)
-    assert pred.trace["llm_calls"] == 2 == len(lm.scripted.calls)
+    assert pred.trace.llm_calls == 2 == len(lm.scripted.calls)
     assert pred.answers  # the walk went on with similarity choices and still answered
 
 
@@ -229,12 +229,12 @@ def test_long_candidate_lists_are_cut_by_similarity_first(kg, ids):
 
 
 def test_kg_errors_end_the_walk_with_a_record(ids):
-    from kg import SparqlEndpoint
-    from kg.virtuoso import free_port
+    from kgqa.kg import SparqlEndpoint
+    from kgqa.kg.virtuoso import free_port
 
     down = KnowledgeGraph(SparqlEndpoint(f"http://127.0.0.1:{free_port()}/sparql", retries=0), profile="freebase")
     pred = ask(down, oracle([]), "Who directed Parasite?", [ids["Parasite"]])
-    assert pred.trace["stop_reason"] == "kg_error" and "failed after 1 attempts" in pred.trace["error"]
+    assert pred.trace.stop_reason == "kg_error" and "failed after 1 attempts" in pred.trace.error
     assert pred.answers == []
 
 
@@ -246,7 +246,7 @@ def test_a_wide_frontier_shares_decisions(kg, ids):
     # one decision per hop: Titanic offers a relation (an award) that Avatar and The Terminator do not; all are offered once
     assert [i["entity"] for i in prunes] == ["James Cameron", "Avatar, The Terminator, Titanic"]
     assert "award.award_honor.honored_for (reverse)" in prunes[1]["candidate_relations"]
-    assert lm.scripted.count("entities_to_keep") == 0 and pred.trace["llm_calls"] == 3
+    assert lm.scripted.count("entities_to_keep") == 0 and pred.trace.llm_calls == 3
 
 
 def test_choices_go_to_a_constraining_lm_as_a_json_schema(kg, ids):
@@ -274,7 +274,7 @@ def test_an_lm_without_schemas_gets_the_same_prompt_and_its_near_misses_snap(kg,
     with dspy.context(lm=lm, adapter=ConstrainedJSONAdapter()):
         pred = KGQA(kg)(question="Who directed Parasite?", topic_entities=[ids["Parasite"]])
     assert lm.scripted.formats == [None] * len(lm.scripted.calls)  # no schema sent
-    assert pred.answers == ["Bong Joon-ho"] and pred.trace["fallbacks"] == 0
+    assert pred.answers == ["Bong Joon-ho"] and pred.trace.fallbacks == 0
 
 
 @pytest.mark.parametrize("target,question,answer", [("genre", "What genre is Inception?", "Science Fiction"),
@@ -294,7 +294,7 @@ def test_a_target_close_to_two_relations_is_still_asked(kg):
     assert set(call["candidate_relations"][:2]) == {"film.film.directed_by", "film.director.film (reverse)"}  # most similar first
     never = ask(kg, oracle(["film.film.genre"], topic_kind=lambda i: {"topic_kind": "entity", "answer_kind": "genre", "hop_targets": ["genre"], "answer_constraints": []}),
                 "What genre is Inception?", clear_similarity=1.0)
-    assert never.trace["llm_calls"] == 2  # clear_similarity 1.0: every choice goes to the model
+    assert never.trace.llm_calls == 2  # clear_similarity 1.0: every choice goes to the model
 
 
 @pytest.mark.parametrize("kind,targets,walked", [
@@ -304,7 +304,7 @@ def test_a_target_close_to_two_relations_is_still_asked(kg):
     ("Actors", ["actor", "movie", "actor", "genre"], ["actor", "movie", "actor"]),  # the last hop of that kind
 ])
 def test_a_plan_ends_at_the_hop_that_reaches_the_answer_kind(kind, targets, walked):
-    from programs.kgqa import _end_at_answer
+    from kgqa.programs.kgqa import _end_at_answer
 
     assert _end_at_answer(targets, kind) == walked
 
@@ -315,6 +315,6 @@ def test_a_plan_ends_at_the_hop_that_reaches_the_answer_kind(kind, targets, walk
     ("movie", ["movie"], ["movie"]),  # never an empty plan
 ])
 def test_a_plan_starts_after_the_topic(kind, targets, walked):
-    from programs.kgqa import _start_after_topic
+    from kgqa.programs.kgqa import _start_after_topic
 
     assert _start_after_topic(targets, kind) == walked

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dspy
 import pytest
 
-from optimizers.metrics import feedback, hits_at_1, matches, normalize, score_answers
+from kgqa.evaluate.metrics import feedback, hits_at_1, matches, normalize, score_answers
 
 
 def test_normalization_follows_squad_and_gcr():

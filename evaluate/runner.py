@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import logging
 import os
 import statistics
 import threading
@@ -21,7 +22,10 @@ from pathlib import Path
 
 import dspy
 
-from optimizers.metrics import example_scores
+from kgqa.evaluate.metrics import example_scores
+from kgqa.programs.trace import Trace
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -70,7 +74,7 @@ def record_for(example: dspy.Example, prediction: dspy.Prediction | None, error:
         "gold": {"answers": list(example.answers), "aliases": dict(getattr(example, "aliases", {}) or {})},
         "prediction": "\n\n".join(prediction.paths) if prediction is not None else "",
         "answers": answers,
-        "trace": dict(prediction.trace) if prediction is not None else {},
+        "trace": prediction.trace.to_dict() if prediction is not None else {},
         "scores": scores.as_dict(),
         "seconds": round(seconds, 3),
         "error": error,
@@ -101,6 +105,7 @@ def read_records(path: Path, *, repair: bool = True) -> dict[str, dict]:
 
 def summarize(records: Sequence[dict]) -> Summary:
     n = len(records)
+    traces = [Trace.from_dict(r["trace"]) for r in records]
 
     def mean(values) -> float:
         values = list(values)
@@ -111,10 +116,10 @@ def summarize(records: Sequence[dict]) -> Summary:
         hits1=mean(r["scores"]["hits1"] for r in records),
         hit_any=mean(r["scores"]["hit_any"] for r in records),
         f1=mean(r["scores"]["f1"] for r in records),
-        llm_calls=mean(r["trace"].get("llm_calls", 0) for r in records),
-        input_tokens=mean(r["trace"].get("input_tokens", 0) for r in records),
-        output_tokens=mean(r["trace"].get("output_tokens", 0) for r in records),
-        sparql_queries=mean(r["trace"].get("sparql_queries", 0) for r in records),
+        llm_calls=mean(t.llm_calls for t in traces),
+        input_tokens=mean(t.input_tokens for t in traces),
+        output_tokens=mean(t.output_tokens for t in traces),
+        sparql_queries=mean(t.sparql_queries for t in traces),
         seconds=mean(r["seconds"] for r in records),
         errors=sum(1 for r in records if r["error"]),
         seconds_median=statistics.median(r["seconds"] for r in records) if records else 0.0,
@@ -138,12 +143,13 @@ def evaluate(
     lock = threading.Lock()
     bar = _progress(len(unique), len(unique) - len(todo)) if progress else None
 
-    def run(example: dspy.Example) -> dict:
+    def answer(example: dspy.Example) -> dict:
         start = time.perf_counter()
         try:
             prediction = program(question=example.question, topic_entities=example.topic_entities)
             return record_for(example, prediction, None, time.perf_counter() - start)
         except Exception as exc:  # one question failing must not stop the run: it becomes the record
+            log.warning("question %s failed: %s: %s", example.id, type(exc).__name__, exc)
             return record_for(example, None, f"{type(exc).__name__}: {exc}"[:500], time.perf_counter() - start)
 
     with out.open("ab") as handle:
@@ -160,10 +166,10 @@ def evaluate(
 
         if threads <= 1:
             for example in todo:
-                write(run(example))
+                write(answer(example))
         else:
             with ThreadPoolExecutor(max_workers=threads) as pool:
-                futures = [pool.submit(contextvars.copy_context().run, run, ex) for ex in todo]
+                futures = [pool.submit(contextvars.copy_context().run, answer, ex) for ex in todo]
                 for future in as_completed(futures):
                     write(future.result())
     if bar is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from optimizers.evaluate import read_records
+from kgqa.evaluate.runner import read_records
 
 
 def test_a_cut_last_line_is_dropped_and_repaired_only_when_asked(tmp_path):

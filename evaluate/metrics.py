@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass
 
 import dspy
 
+from kgqa.programs.trace import Trace
+
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = str.maketrans({c: " " for c in string.punctuation})
 
@@ -79,7 +81,7 @@ def hits_at_1(example: dspy.Example, prediction: dspy.Prediction, trace=None) ->
 def feedback(example, prediction, trace=None, pred_name=None, pred_trace=None) -> dspy.Prediction:
     """GEPA's metric: the Hits@1 score and a sentence on what went wrong, for the reflection LM."""
     scores = example_scores(example, prediction)
-    walk = getattr(prediction, "trace", {}) or {}
+    walk = _trace(prediction)
     gold = ", ".join(example.answers[:5])
     if scores.hits1:
         text = f"Correct: the first answer matches the gold answer ({gold})."
@@ -87,7 +89,7 @@ def feedback(example, prediction, trace=None, pred_name=None, pred_trace=None) -
         text = f"The right answer ({gold}) was found but not ranked first; first was {prediction.answers[0]!r}."
     else:
         found = ", ".join(prediction.answers[:3]) or "nothing"
-        text = f"Wrong: answered {found}; the gold answer is {gold}. The walk stopped: {walk.get('stop_reason', '?')}."
+        text = f"Wrong: answered {found}; the gold answer is {gold}. The walk stopped: {walk.stop_reason.value if walk.stop_reason else '?'}."
         path = getattr(example, "path", None) or getattr(example, "qtype", None)
         if path:
             text += f" The gold relation path is {path}."
@@ -104,7 +106,7 @@ def gold_paths(example: dspy.Example) -> list[list[tuple[str, str | None]]]:
         return [[(relation, direction) for relation, direction in path]]
     qtype = getattr(example, "qtype", None)
     if qtype:
-        from data.metaqa import qtype_path
+        from kgqa.data.metaqa import qtype_path
 
         try:
             return [qtype_path(qtype)]
@@ -131,8 +133,13 @@ def walk_scores(example: dspy.Example, prediction: dspy.Prediction) -> WalkScore
     gold = gold_relation_paths(example)
     if not gold:
         return WalkScores(hits1, None, None)
-    walked = [relation for relation, _ in (getattr(prediction, "trace", {}) or {}).get("relation_path", [])]
+    walked = [relation for relation, _ in _trace(prediction).relation_path]
     return WalkScores(hits1, float(walked in gold), float(len(walked) in {len(g) for g in gold}))
+
+
+def _trace(prediction: dspy.Prediction) -> Trace:
+    trace = getattr(prediction, "trace", None)
+    return trace if isinstance(trace, Trace) else Trace.from_dict(trace)
 
 
 def walk_metric(example: dspy.Example, prediction: dspy.Prediction, trace=None) -> float | bool:

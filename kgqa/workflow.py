@@ -10,15 +10,17 @@ from pathlib import Path
 
 import dspy
 
-from kg import KnowledgeGraph
-from optimizers import tracking
-from optimizers.evaluate import Summary, evaluate, read_records
-from optimizers.teleprompters import Budget, compile_program
-from programs import KGQA, WalkConfig
-from programs.saving import CONFIG_FILE, PROGRAM_FILE, save_program
+from kgqa import tracking
+from kgqa.errors import KGQAError
+from kgqa.evaluate.runner import Summary, evaluate, read_records
+from kgqa.kg import KnowledgeGraph
+from kgqa.optimizers.teleprompters import Budget, compile_program
+from kgqa.programs import KGQA, WalkConfig
+from kgqa.programs.saving import CONFIG_FILE, PROGRAM_FILE, save_program
+from kgqa.programs.trace import Trace
 
 
-class LMUnreachable(RuntimeError):
+class LMUnreachable(KGQAError, RuntimeError):
     """The language model did not answer a one-line request."""
 
 
@@ -108,6 +110,6 @@ def draw_wrong_walks(records_file: Path, ids: Sequence[str], *, pages: int) -> l
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / (re.sub(r"[^A-Za-z0-9_.-]+", "_", str(record["id"]))[:100] + ".html")
         path.write_text(walk_page(record["question"], record["answers"], record["prediction"].split("\n\n") if record["prediction"] else [],
-                                  record["trace"]), encoding="utf-8")
+                                  Trace.from_dict(record["trace"])), encoding="utf-8")
         written.append(path)
     return written

@@ -1,0 +1,14 @@
+"""The offline defaults every entry point sets before DSPy, LiteLLM or Hugging Face load: nothing
+may download from a model hub at run time, and LiteLLM reads its model cost map from its package."""
+
+from __future__ import annotations
+
+import os
+
+OFFLINE_DEFAULTS = {"HF_HUB_OFFLINE": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+
+def stay_offline() -> None:
+    """Set the offline defaults where the environment does not say otherwise."""
+    for name, value in OFFLINE_DEFAULTS.items():
+        os.environ.setdefault(name, value)
