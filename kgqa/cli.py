@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -86,7 +87,7 @@ def _compile(args: argparse.Namespace) -> int:
         kg=kg, trainset=trainset, devset=devset, optimizer=args.optimizer, out=args.out, settings=settings,
         walk=_walk_config(args), budget=Budget(demos=args.demos, candidates=args.candidates, trials=args.trials, seed=args.seed, threads=args.threads),
         teacher=teacher, reflection=reflection, tracking_uri=args.tracking_uri, experiment=args.experiment,
-        threads=args.threads, progress=not args.quiet,
+        threads=args.threads, progress=not args.quiet, register=args.register,
     )
     for name, summary in summaries.items():
         print(summary.table(f"dev, {name} compiling ({args.optimizer})"))
@@ -97,13 +98,15 @@ def _compile(args: argparse.Namespace) -> int:
 def _load(args: argparse.Namespace):
     """The saved program, on the graph and LM its settings name unless flags say otherwise."""
     from kgqa.programs.saving import load_program, read_settings
+    from kgqa.serving import program_dir
     from kgqa.specs import open_kg
 
-    saved = read_settings(args.program)
+    directory = program_dir(args.program, tracking_uri=args.tracking_uri)
+    saved = read_settings(directory)
     kg = open_kg(args.kg or saved.get("kg", "demo"), profile=args.profile or (None if args.kg else saved.get("profile")))
     lm_spec = args.lm or saved.get("lm", "local")
     _configure_lm(lm_spec, args)
-    program = load_program(args.program, kg, settings={**saved, "walk": _walk_config(args, saved.get("walk")).to_dict()})
+    program = load_program(directory, kg, settings={**saved, "walk": _walk_config(args, saved.get("walk")).to_dict()})
     return program, saved, lm_spec
 
 
@@ -175,6 +178,15 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve(args: argparse.Namespace) -> int:
+    """MLflow's scoring server on the program (POST /invocations); runs until stopped."""
+    from kgqa.serving import serve_command
+
+    command, env = serve_command(args.program, host=args.host, port=args.port, workers=args.workers, tracking_uri=args.tracking_uri)
+    print(f"serving {args.program} on http://{args.host}:{args.port}/invocations", flush=True)
+    os.execve(command[0], command, env)  # becomes the server: stopping this PID stops it
+
+
 def _doctor(args: argparse.Namespace) -> int:
     from functools import partial
 
@@ -226,11 +238,12 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--trials", type=int, default=Budget.trials, help="trials of --optimizer mipro (the presets set their own)")
     comp.add_argument("--seed", type=int, default=Budget.seed)
     comp.add_argument("--out", required=True, type=Path, help="directory for program.json and config.json")
+    comp.add_argument("--register", metavar="NAME", help="also register the program in MLflow's model registry as NAME")
     _common(comp)
     comp.set_defaults(command_handler=_compile)
 
     ev = commands.add_parser("evaluate", help="evaluate a saved program; resumable")
-    ev.add_argument("--program", required=True, type=Path, help="directory made by `kgqa compile`")
+    ev.add_argument("--program", required=True, help="directory made by `kgqa compile`, or models:/NAME/VERSION, models:/NAME@ALIAS, runs:/RUN/kgqa")
     ev.add_argument("--data", required=True, help="data spec")
     ev.add_argument("--kg", help="graph spec (default: the program's)")
     ev.add_argument("--profile", choices=profiles)
@@ -241,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ask = commands.add_parser("ask", help="answer one question with a saved program")
     ask.add_argument("question")
-    ask.add_argument("--program", required=True, type=Path)
+    ask.add_argument("--program", required=True, help="directory made by `kgqa compile`, or an MLflow model URI (models:/NAME/VERSION, ...)")
     ask.add_argument("--kg", help="graph spec (default: the program's)")
     ask.add_argument("--profile", choices=profiles)
     ask.add_argument("--topic", action="append", help="topic entity id or name (repeatable); default: found in the question")
@@ -249,6 +262,14 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--html", type=Path, metavar="FILE", help="also write a picture of the walk to FILE (one offline HTML page)")
     _common(ask, lm_default=None)
     ask.set_defaults(command_handler=_ask)
+
+    serve = commands.add_parser("serve", help="serve a compiled program over HTTP: POST /invocations (MLflow's scoring server)")
+    serve.add_argument("--program", required=True, help="directory made by `kgqa compile`, or an MLflow model URI")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=5000)
+    serve.add_argument("--workers", type=int, default=1)
+    serve.add_argument("--tracking-uri", help="MLflow tracking URI that resolves models:/ URIs (default: kgqa's)")
+    serve.set_defaults(command_handler=_serve)
 
     doctor = commands.add_parser("doctor", help="check that this machine runs kgqa: packages, model, engine speed, KG, MLflow")
     doctor.add_argument("--json", action="store_true", help="print one JSON object (engine_ok, prompt/generated tokens per s, checks)")

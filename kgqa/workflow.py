@@ -10,7 +10,7 @@ from pathlib import Path
 
 import dspy
 
-from kgqa import tracking
+from kgqa import serving, tracking
 from kgqa.errors import KGQAError
 from kgqa.evaluate.runner import Summary, evaluate, read_records
 from kgqa.kg import KnowledgeGraph
@@ -49,9 +49,11 @@ def compile_to_dir(
     experiment: str = "kgqa",
     threads: int = 1,
     progress: bool = True,
+    register: str | None = None,
 ) -> dict[str, Summary]:
     """Compile on `trainset`, save `out/program.json` and `out/config.json`, and measure on `devset`
-    before and after; all of it logged to one MLflow run. Returns the dev summaries."""
+    before and after; all of it logged to one MLflow run, the program as an MLflow model
+    (registered as `register` if given). Returns the dev summaries."""
     out = Path(out)
     params = {**settings, "optimizer": optimizer, **{f"walk.{k}": v for k, v in walk.to_dict().items()}}
     params.update({f"budget.{k}": v for k, v in asdict(budget).items()})
@@ -71,6 +73,7 @@ def compile_to_dir(
             tracking.log_metrics("dev_after_", summaries["after"].as_dict())
         tracking.log_artifact(out / PROGRAM_FILE)
         tracking.log_artifact(out / CONFIG_FILE)
+        serving.log_model(out, registered_name=register)
     return summaries
 
 
