@@ -15,7 +15,7 @@ from kgqa.env import stay_offline  # noqa: E402
 stay_offline()
 
 from kgqa.data.kb import FORMATS  # noqa: E402
-from kgqa.errors import KGQAError  # noqa: E402
+from kgqa.errors import KGQAError, user_paths  # noqa: E402
 from kgqa.kg.profiles import PROFILES  # noqa: E402
 from kgqa.optimizers.teleprompters import TELEPROMPTERS, Budget  # noqa: E402
 from kgqa.programs.config import WalkConfig  # noqa: E402
@@ -300,11 +300,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                             level=logging.DEBUG if args.verbose > 1 else logging.INFO)
         logging.getLogger("kgqa").setLevel(logging.DEBUG if args.verbose > 1 else logging.INFO)
     try:
-        return command(args)
+        with user_paths():
+            return command(args)
     except BrokenPipeError:  # the reader went away (| head): nothing left to say
         sys.stderr.close()
         return 0
-    except (KGQAError, OSError) as exc:  # OSError: a path given on the command line (missing, unwritable)
+    except KGQAError as exc:
         if args.debug:
             raise
         print(f"kgqa: error: {exc}", file=sys.stderr)

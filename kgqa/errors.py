@@ -3,9 +3,27 @@ traceback unless --debug) and exits 2; anything else is a bug and keeps its trac
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 
 class KGQAError(Exception):
     """Bad input or an unavailable service: a wrong spec or file, a malformed dataset row or
     program file, a KG endpoint or LM that does not answer, a local model that cannot be built.
     Each subclass also derives from the builtin a caller would expect (ValueError, RuntimeError)."""
 
+
+
+class PathError(KGQAError, OSError):
+    """A file or folder the user named is missing, unreadable or unwritable."""
+
+
+@contextlib.contextmanager
+def user_paths() -> Iterator[None]:
+    """Within a command, a file-system error on a path the user gave is a user error, not a bug."""
+    try:
+        yield
+    except (BrokenPipeError, PathError):
+        raise
+    except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, FileExistsError) as exc:
+        raise PathError(str(exc)) from exc

@@ -116,3 +116,11 @@ def test_user_errors_are_one_clear_line(tmp_path, args, message):
     assert result.returncode == 2, result.stdout + result.stderr
     assert message in result.stderr and "Traceback" not in result.stderr
     assert result.stderr.strip().count("\n") == 0
+
+
+def test_a_path_the_user_gave_that_cannot_be_written_is_one_clear_line(compiled):
+    work, out, _ = compiled
+    result = kgqa("ask", "Who directed Parasite?", "--program", str(out), "--lm", ORACLE, "--html", "/proc/no/such/dir/walk.html", home=work)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]  # (the embedder's loading bar may come before it)
+    assert last.startswith("kgqa: error: ") and "/proc/no/such/dir/walk.html" in last
