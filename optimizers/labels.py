@@ -19,6 +19,7 @@ import dspy
 from kgqa.evaluate.metrics import gold_paths, gold_relation_paths, matches
 from kgqa.kg import Direction, KnowledgeGraph
 from kgqa.lm.scripted import scripted_lm
+from kgqa.programs.kgqa import hop_kind
 
 _HOP = re.compile(r"^hop (\d+)")
 
@@ -67,11 +68,6 @@ def hop_targets(example: dspy.Example, path: Sequence[tuple[str, str | None]] | 
             return [f"{kind} ({relation.replace('_', ' ')})" for kind, relation in zip(kinds, relations)]
         return kinds
     return [relation.rsplit(".", 1)[-1].replace("_", " ") for relation in relations]
-
-
-def kind_of(target: str) -> str:
-    """The kind a hop target names: "movie (directed by)" -> "movie"."""
-    return target.split(" (", 1)[0].strip()
 
 
 def topic_kind(example: dspy.Example) -> str:
@@ -125,7 +121,7 @@ def labeled_teacher(examples: Sequence[dspy.Example], *, kg: KnowledgeGraph | No
     def plan(inputs):
         targets, _ = gold.get(inputs["question"], ([], []))
         targets = targets or [inputs["question"]]
-        return {"topic_kind": kinds.get(inputs["question"], "entity"), "answer_kind": kind_of(targets[-1]), "hop_targets": targets,
+        return {"topic_kind": kinds.get(inputs["question"], "entity"), "answer_kind": hop_kind(targets[-1]), "hop_targets": targets,
                 "answer_constraints": []}
 
     def relations(inputs):
@@ -170,7 +166,7 @@ def plan_demos(examples: Sequence[dspy.Example], *, per_depth: int, kg: Knowledg
         targets = planned_hops(ex, kg)
         if targets:
             topic = ", ".join(getattr(ex, "topic_names", None) or ex.topic_entities)
-            demo = dspy.Example(question=ex.question, topic=topic, topic_kind=topic_kind(ex), answer_kind=kind_of(targets[-1]),
+            demo = dspy.Example(question=ex.question, topic=topic, topic_kind=topic_kind(ex), answer_kind=hop_kind(targets[-1]),
                                 hop_targets=targets, answer_constraints=[])
             by_depth.setdefault(len(targets), []).append(demo)
     return [demos[i] for i in range(per_depth) for _, demos in sorted(by_depth.items()) if i < len(demos)]

@@ -55,7 +55,7 @@ _LOGGED_RELATIONS, _LOGGED_EDGES = 12, 60  # per hop, in the trace's `walk`
 
 @dataclass
 class WalkState:
-    """Everything one question's walk accumulates; the trace is read off it at the end."""
+    """Everything one question's walk accumulates; its trace is completed at the end."""
 
     question: str
     kg: KnowledgeGraph
@@ -63,31 +63,22 @@ class WalkState:
     topics: list[Node] = field(default_factory=list)
     hop_targets: list[str] = field(default_factory=list)  # the plan: what each hop reaches
     conditions: list[str] = field(default_factory=list)  # the plan: what the answer must satisfy
-    raw_plan: dict = field(default_factory=dict)  # the plan step's output before its hops were trimmed
-    hops: list[dict] = field(default_factory=list)  # per hop taken: target, relations offered and chosen, edges
     seen: dict[str, Trail] = field(default_factory=dict)
     final: list[Trail] = field(default_factory=list)
     depth: int = 0
-    extended: int = 0  # hops added beyond the plan (the judge found it short)
-    llm_calls: int = 0
-    llm_failures: int = 0
-    parse_failures: int = 0
-    fallbacks: int = 0
-    reflections: int = 0
     dropped: list[str] = field(default_factory=list)
     budget_hit: bool = False
-    stop_reason: StopReason | None = None
-    error: str | None = None
+    trace: Trace = field(default_factory=Trace)  # the counters, the raw plan, the per-hop log and the stop, as they happen
 
     @property
     def topic_ids(self) -> set[str]:
         return {t.id for t in self.topics}
 
     def stop(self, reason: StopReason, error: str | None = None) -> None:
-        self.stop_reason = StopReason.LLM_BUDGET if self.budget_hit and not self.final else reason
-        self.error = error
-        log.info("%r stopped: %s after %d hops, %d LLM calls%s", self.question, self.stop_reason.value, self.depth,
-                 self.llm_calls, f" ({error})" if error else "")
+        self.trace.stop_reason = StopReason.LLM_BUDGET if self.budget_hit and not self.final else reason
+        self.trace.error = error
+        log.info("%r stopped: %s after %d hops, %d LLM calls%s", self.question, self.trace.stop_reason.value, self.depth,
+                 self.trace.llm_calls, f" ({error})" if error else "")
 
 
 @dataclass
@@ -167,7 +158,7 @@ class KGQA(dspy.Module):
             state.final, frontier = kept, self._beam(state, kept)
             if state.config.judge and state.depth == hops and state.depth < state.config.depth and not self._judge(state):
                 hops += 1  # the plan was short: the judge found the walk one hop before the asked kind
-                state.extended += 1
+                state.trace.extended_hops += 1
             if state.budget_hit:
                 return state.stop(StopReason.LLM_BUDGET)
         state.stop(StopReason.PLAN_DONE)
@@ -210,9 +201,9 @@ class KGQA(dspy.Module):
         targets = [t.strip() for t in (out.hop_targets if out else []) if isinstance(t, str) and t.strip()]
         conditions = [c.strip() for c in (out.answer_constraints if out else []) if isinstance(c, str) and c.strip()]
         if not targets:
-            state.fallbacks += 1
+            state.trace.fallbacks += 1
         topic_kind, answer_kind = (getattr(out, name, "") if out else "" for name in ("topic_kind", "answer_kind"))
-        state.raw_plan = {"topic_kind": topic_kind, "answer_kind": answer_kind, "hop_targets": targets}
+        state.trace.raw_plan = {"topic_kind": topic_kind, "answer_kind": answer_kind, "hop_targets": targets}
         log.debug("plan for %r: %s -> %s, hops %s, conditions %s", state.question, topic_kind, answer_kind, targets, conditions)
         targets = _end_at_answer(_start_after_topic(targets, topic_kind), answer_kind)
         return targets[:depth] or [state.question], conditions[:3]
@@ -247,7 +238,7 @@ class KGQA(dspy.Module):
                 entity=render.several([render.node_label(t.end) for t in frontier]),
             )
         log.debug("hop %d (%s): chose %s of %d relations", state.depth, target, [label for label, _ in picked], len(candidates))
-        state.hops.append({"depth": state.depth, "target": target, "offered": candidates[: _LOGGED_RELATIONS],
+        state.trace.walk.append({"depth": state.depth, "target": target, "offered": candidates[: _LOGGED_RELATIONS],
                          "chosen": [label for label, _ in picked], "edges": []})
         return [(trail, offered[label], score) for label, score in picked for trail, labels in by_trail if label in labels]
 
@@ -317,7 +308,7 @@ class KGQA(dspy.Module):
         dropped: set[tuple[Edge, ...]] = set()
         target = self._hop_target(state)
         for first, through in by_first.items():
-            labels = {" -> ".join(map(render.relation_label, g.edges)): g.edges for g in through}
+            labels = {render.compound_label(g.edges): g.edges for g in through}
             picked = self._pick_relations(
                 state, list(labels), hop=f"hop {state.depth}, through {render.relation_label(first)}: {target}",
                 entity=render.several([render.node_label(g.trail.end) for g in through]),
@@ -346,10 +337,10 @@ class KGQA(dspy.Module):
                     hops = prefix + (Hop(edges[-1].relation, edges[-1].direction, node),)
                     trail = group.trail.extend(hops, group.score * chosen.get(node, 0.0))
                     state.seen.setdefault(node.id, trail)  # pruned ones too: reflection may resume from them
-                    if state.hops and len(state.hops[-1]["edges"]) < _LOGGED_EDGES:
-                        state.hops[-1]["edges"].append([render.node_label(group.trail.end),
-                                                      " -> ".join(map(render.relation_label, edges)),
-                                                      render.node_label(node), node in chosen])
+                    logged = state.trace.walk[-1]["edges"] if state.trace.walk else None
+                    if logged is not None and len(logged) < _LOGGED_EDGES:
+                        logged.append([render.node_label(group.trail.end), render.compound_label(edges),
+                                       render.node_label(node), node in chosen])
                     if node in chosen:
                         kept.append(trail)
         return sorted(kept, key=lambda t: (-t.score, render.path_text(t)))
@@ -370,7 +361,7 @@ class KGQA(dspy.Module):
             query=f"{state.question} {' '.join(state.conditions)}",
             question=state.question,
             conditions=state.conditions,
-            relation_walked=" -> ".join([ends, *map(render.relation_label, edges)]),
+            relation_walked=f"{ends} -> {render.compound_label(edges)}",
         )
         chosen = {node: score for label, score in picked for node in by_label[label]}
         chosen.update((node, 1.0) for node in nodes if node.literal)  # values pass without pruning
@@ -394,7 +385,7 @@ class KGQA(dspy.Module):
     def _reflect(self, state: WalkState, dead_end: list[Trail]) -> list[Trail]:
         """Plan-on-Graph's reflection, only at a dead end: resume from entities passed one hop
         before, if the model picks any (entities the walk has not stood on yet)."""
-        if state.reflections >= state.config.max_reflections:
+        if state.trace.reflections >= state.config.max_reflections:
             return []
         level = state.depth - 1
         stood = {t.end.id for t in dead_end}
@@ -402,7 +393,7 @@ class KGQA(dspy.Module):
                    if e not in stood and t.steps == level and not t.end.literal}
         if not earlier:
             return []
-        state.reflections += 1
+        state.trace.reflections += 1
         picked = self._pick(
             state,
             self.reflect,
@@ -459,25 +450,26 @@ class KGQA(dspy.Module):
         state.dropped += selection.dropped
         if selection.kept:
             return [(c, 1.0 / (1 + rank)) for rank, c in enumerate(selection.kept)]
-        state.fallbacks += 1  # the call failed, or nothing it chose was a candidate
+        state.trace.fallbacks += 1  # the call failed, or nothing it chose was a candidate
         return [(c, 0.5 / (1 + rank)) for rank, c in enumerate(self.embedder.top(query, candidates, limit))]
 
     def _call(self, state: WalkState, predictor: dspy.Predict, **inputs) -> dspy.Prediction | None:
         """One LLM call within the budget; a failure (parse error, LM error) is counted, not raised."""
-        if state.llm_calls >= state.config.max_llm_calls:
+        if state.trace.llm_calls >= state.config.max_llm_calls:
             state.budget_hit = True
             return None
-        state.llm_calls += 1
+        state.trace.llm_calls += 1
         try:
             return predictor(**inputs, demos=self._shown_demos(predictor, state.question))
         except AdapterParseError as exc:  # the LM answered, but not in the signature's shape
             log.info("%s: unparseable reply: %s", predictor.signature.__name__, str(exc)[:200])
-            state.parse_failures += 1
-            state.dropped.append(f"{type(exc).__name__}: {str(exc)[:200]}")
+            state.trace.parse_failures += 1
+            failure = exc
         except Exception as exc:  # the LM did not answer (connection, timeout, engine): the walk falls back and goes on
             log.warning("LM call failed: %s: %s", type(exc).__name__, str(exc)[:200])
-            state.llm_failures += 1
-            state.dropped.append(f"{type(exc).__name__}: {str(exc)[:200]}")
+            state.trace.llm_failures += 1
+            failure = exc
+        state.dropped.append(f"{type(failure).__name__}: {str(failure)[:200]}")
         return None
 
     def _shown_demos(self, predictor: dspy.Predict, question: str) -> list:
@@ -490,39 +482,26 @@ class KGQA(dspy.Module):
         return [pool[i] for i in reversed(nearest)]
 
     def _trace(self, state: WalkState, usage) -> Trace:
-        best = state.final[0] if state.final else None
-        input_tokens, output_tokens = token_totals(usage)
-        return Trace(
-            stop_reason=state.stop_reason,
-            error=state.error,
-            llm_calls=state.llm_calls,
-            llm_failures=state.llm_failures,
-            parse_failures=state.parse_failures,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            sparql_queries=state.kg.stats.queries,
-            kg_seconds=round(state.kg.stats.seconds, 4),
-            depth=state.depth,
-            planned_hops=len(state.hop_targets),
-            plan=state.hop_targets,
-            raw_plan=state.raw_plan,
-            conditions=state.conditions,
-            extended_hops=state.extended,
-            hops_walked=best.steps if best else 0,
-            relation_path=[[h.relation, h.direction.value] for h in best.hops] if best else [],
-            walk=state.hops,
-            reflections=state.reflections,
-            topic_entities=[t.id for t in state.topics],
-            topic_names=[t.label for t in state.topics],
-            dropped_selections=len(state.dropped),
-            dropped_examples=state.dropped[:10],
-            fallbacks=state.fallbacks,
-        )
+        """The state's trace, completed with what is read off the walk at its end."""
+        trace, best = state.trace, (state.final[0] if state.final else None)
+        trace.input_tokens, trace.output_tokens = token_totals(usage)
+        trace.sparql_queries, trace.kg_seconds = state.kg.stats.queries, round(state.kg.stats.seconds, 4)
+        trace.depth, trace.planned_hops = state.depth, len(state.hop_targets)
+        trace.plan, trace.conditions = state.hop_targets, state.conditions
+        trace.hops_walked = best.steps if best else 0
+        trace.relation_path = [[h.relation, h.direction.value] for h in best.hops] if best else []
+        trace.topic_entities, trace.topic_names = [t.id for t in state.topics], [t.label for t in state.topics]
+        trace.dropped_selections, trace.dropped_examples = len(state.dropped), state.dropped[:10]
+        return trace
+
+def hop_kind(target: str) -> str:
+    """The kind a plan's hop names (hops are written `kind (relation words)`): "movie (directed by)" -> "movie"."""
+    return target.split("(", 1)[0].strip()
 
 
 def _noun(text: object) -> str:
-    """The kind a plan names, singular: "Movies (directed by)" -> "movie"."""
-    return text.split("(", 1)[0].lower().strip().removesuffix("s") if isinstance(text, str) else ""
+    """A kind as compared with others, singular and lower case: "Movies (directed by)" -> "movie"."""
+    return hop_kind(text).lower().removesuffix("s") if isinstance(text, str) else ""
 
 
 def _start_after_topic(targets: list[str], kind: object) -> list[str]:

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kgqa.kg import Direction, Edge, Node
 from kgqa.programs.trails import Trail
 
 
 def relation_label(edge: Edge) -> str:
     return edge.relation if edge.direction is Direction.OUT else f"{edge.relation} (reverse)"
+
+
+def compound_label(edges: Sequence[Edge]) -> str:
+    """A relation followed through nameless (CVT) nodes, as one label: 'film.film.starring -> film.performance.actor'."""
+    return " -> ".join(map(relation_label, edges))
 
 
 def relation_words(label: str) -> str:
