@@ -48,7 +48,7 @@ from kgqa import tracking  # noqa: E402
 from kgqa.data.jsonl import load_jsonl  # noqa: E402
 from kgqa.data.metaqa import kb_triples  # noqa: E402
 from kgqa.data.rog import graph_triples, load_rog  # noqa: E402
-from kgqa.evaluate.metrics import gold_relation_paths, matches  # noqa: E402
+from kgqa.evaluate.metrics import gold_relation_paths, same_answer  # noqa: E402
 from kgqa.evaluate.runner import Summary, evaluate, read_records, summarize  # noqa: E402
 from kgqa.kg import EmbeddedStore, KnowledgeGraph  # noqa: E402
 from kgqa.kg.profiles import ROG  # noqa: E402
@@ -134,7 +134,7 @@ def answerable(example: dspy.Example, hops: int = 3) -> bool:
     for _ in range(hops):
         frontier = {n for node in frontier for n in around[node]} - seen
         seen = seen | frontier
-    return any(matches(node, gold) and matches(gold, node) for node in seen for gold in example.answers)
+    return any(same_answer(node, gold) for node in seen for gold in example.answers)
 
 
 def build(system: str, bench: Bench, out: Path, walk: WalkConfig, sample: str):

@@ -31,6 +31,11 @@ def matches(prediction: str, gold: str) -> bool:
     return bool(p and g) and f" {g} " in f" {p} "
 
 
+def same_answer(a: str, b: str) -> bool:
+    """The two name the same thing once normalized: the whole string, not a part of it (as `matches` allows)."""
+    return normalize(a) == normalize(b) != ""
+
+
 @dataclass(frozen=True)
 class AnswerScores:
     hits1: float

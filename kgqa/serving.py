@@ -18,7 +18,9 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from kgqa.data.examples import question_problem
 from kgqa.errors import KGQAError
+from kgqa.programs.saving import read_settings
 
 MODEL_CODE = Path(__file__).with_name("mlflow_model.py")
 ARTIFACT = "program"
@@ -34,10 +36,12 @@ def log_model(directory: str | Path, *, registered_name: str | None = None):
     register it under `registered_name` if given. Returns MLflow's ModelInfo."""
     import mlflow
 
-    return mlflow.pyfunc.log_model(
-        name="kgqa", python_model=str(MODEL_CODE), artifacts={ARTIFACT: str(Path(directory))},
-        registered_model_name=registered_name, pip_requirements=["kgqa"],
-    )
+    return mlflow.pyfunc.log_model(name="kgqa", registered_model_name=registered_name, **_model_parts(directory))
+
+
+def _model_parts(directory: str | Path) -> dict:
+    """What a kgqa model is made of: the model code, the program directory as its artifact, kgqa."""
+    return {"python_model": str(MODEL_CODE), "artifacts": {ARTIFACT: str(Path(directory).resolve())}, "pip_requirements": ["kgqa"]}
 
 
 def is_model_uri(location: str | Path) -> bool:
@@ -82,6 +86,9 @@ def questions_of(model_input) -> list[tuple[str, list[str] | None]]:
         question, topics = row.get("question"), row.get("topic_entities")
         if not isinstance(question, str) or not question.strip():
             raise BadRequest(f"input {n}: `question` must be a non-empty string")
+        problem = question_problem(question)
+        if problem:
+            raise BadRequest(f"input {n}: bad question: {problem}")
         if topics is not None and not (isinstance(topics, list) and all(isinstance(t, str) for t in topics)):
             raise BadRequest(f"input {n}: `topic_entities` must be a list of strings")
         pairs.append((question, topics or None))
@@ -120,12 +127,9 @@ def serve_command(location: str, *, host: str, port: int, workers: int = 1, trac
 
     uri = tracking_uri or default_tracking_uri()
     if not is_model_uri(location):
-        directory = Path(location)
-        if not (directory / "config.json").is_file():
-            raise KGQAError(f"no config.json in {directory} (make one with `kgqa compile ... --out {directory}`)")
+        read_settings(location)  # a compiled program's directory, or a clear error
         model = Path(tempfile.mkdtemp(prefix="kgqa-model-")) / "model"
-        mlflow.pyfunc.save_model(path=str(model), python_model=str(MODEL_CODE), artifacts={ARTIFACT: str(directory.resolve())},
-                                 pip_requirements=["kgqa"])
+        mlflow.pyfunc.save_model(path=str(model), **_model_parts(location))
         location = str(model)
     command = [sys.executable, "-m", "mlflow", "models", "serve", "-m", str(location), "--env-manager", "local",
                "-h", host, "-p", str(port), "-w", str(workers)]

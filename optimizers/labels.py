@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import dspy
 
-from kgqa.evaluate.metrics import gold_paths, gold_relation_paths, matches
+from kgqa.evaluate.metrics import gold_paths, gold_relation_paths, same_answer
 from kgqa.kg import Direction, KnowledgeGraph
 from kgqa.lm.scripted import scripted_lm
 from kgqa.programs.kgqa import hop_kind
@@ -53,7 +53,7 @@ def _walk_undirected(kg: KnowledgeGraph, topics: list[str], relations: list[str]
             return []
         frontier = [n.id for n in reached.values() if not n.literal]
     ends = [n.label for n in reached.values()]
-    return walked if any(matches(end, gold) and matches(gold, end) for end in ends for gold in answers) else []
+    return walked if any(same_answer(end, gold) for end in ends for gold in answers) else []
 
 
 def hop_targets(example: dspy.Example, path: Sequence[tuple[str, str | None]] | None = None) -> list[str]:

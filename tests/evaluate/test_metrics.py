@@ -50,3 +50,11 @@ def test_bool_while_bootstrapping_float_while_evaluating():
     assert hits_at_1(example, wrong) == 0.0 and hits_at_1(example, wrong, trace=[]) is False
     fb = feedback(example, wrong)
     assert fb.score == 0.0 and "not ranked first" in fb.feedback
+
+
+def test_same_answer_is_the_whole_name_not_a_part():
+    from kgqa.evaluate.metrics import same_answer
+
+    assert same_answer("The Swiss franc", "swiss franc!") and same_answer("Rome", "rome")
+    assert not same_answer("Rome, Italy", "Rome") and not same_answer("Rome", "Rome, Italy")
+    assert not same_answer("", "") and not same_answer("the", "a")  # nothing left once normalized
