@@ -9,7 +9,6 @@ decompresses). Each question's `graph` becomes its own in-memory store, in which
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -19,11 +18,10 @@ import pyoxigraph as ox
 from kgqa.data.examples import DatasetError, make_example, require
 from kgqa.kg import EmbeddedStore, KnowledgeGraph
 from kgqa.kg.errors import InvalidTermError
-from kgqa.kg.profiles import RDFS_LABEL, ROG
+from kgqa.kg.profiles import FREEBASE_ID, RDFS_LABEL, ROG
 
 _LOCAL_BUILDERS = {".parquet": "parquet", ".json": "json", ".jsonl": "json"}
 COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst", ".lz4")
-_NAMELESS = re.compile(r"[mg]\.[0-9a-z_]+")
 
 
 def local_format(path: Path) -> str | None:
@@ -90,7 +88,7 @@ def graph_triples(graph: Iterable[tuple[str, str, str]]) -> Iterator[ox.Triple]:
         for name, node in ((head, h), (tail, t)):
             if name not in seen:
                 seen.add(name)
-                if not _NAMELESS.fullmatch(name):  # a mid stands for a nameless node: no label
+                if not FREEBASE_ID.fullmatch(name):  # a mid stands for a nameless node: no label
                     yield ox.Triple(node, label, ox.Literal(name))
         yield ox.Triple(h, r, t)
 

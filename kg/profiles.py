@@ -137,14 +137,14 @@ class KGProfile:
         return tuple(namespace + p for p in self.skip_relation_prefixes)
 
 
-_FREEBASE_ID = re.compile(r"[mg]\.[0-9a-z_]+")
+FREEBASE_ID = re.compile(r"[mg]\.[0-9a-z_]+")  # a Freebase mid or g-id; a nameless (CVT) node is known by it
 # Real Freebase property ids are mostly lower case, but not all: `book.book_edition.ISBN`,
 # `location.location_symbol_relationship.Kind_of_symbol`; a few user bases use hyphens.
 _FREEBASE_RELATION = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+")
 
 FREEBASE = KGProfile(
     name="freebase",
-    entities=PrefixCodec(FREEBASE_NS, _FREEBASE_ID),
+    entities=PrefixCodec(FREEBASE_NS, FREEBASE_ID),
     relations=PrefixCodec(FREEBASE_NS, _FREEBASE_RELATION),
     name_predicates=(FREEBASE_NS + "type.object.name",),
     name_lang="en",

@@ -9,13 +9,11 @@ trace (calls, tokens, stop reason) is printed under the question. Built from the
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from html import escape
 
+from kgqa.kg.profiles import FREEBASE_ID
 from kgqa.programs.trace import Trace
-
-_MID = re.compile(r"[mg]\.[0-9a-z_]+")  # how a nameless (CVT) node is labelled
 
 _COLUMN, _ROW, _TOP, _LEFT, _BOX = 320, 30, 20, 10, 230
 _SHOWN = 30  # entities drawn per column; the rest are counted
@@ -35,7 +33,7 @@ line.edge.path { stroke: #d60; stroke-width: 2.5; } pre { background: #f7f7f7; p
 def walk_page(question: str, answers: Sequence[str], paths: Sequence[str], trace: Trace) -> str:
     """The page for one answered question (a prediction's answers, paths and trace)."""
     hops = trace.walk
-    columns, kind = _columns(trace, hops, set(answers))
+    columns, kind = _columns(trace, set(answers))
     on_paths = _path_pairs(paths)
     position = {(d, label): (_LEFT + d * _COLUMN, _TOP + i * _ROW) for d, col in enumerate(columns) for i, label in enumerate(col[:_SHOWN])}
     lines = []
@@ -78,8 +76,9 @@ def walk_page(question: str, answers: Sequence[str], paths: Sequence[str], trace
     ])
 
 
-def _columns(trace: Trace, hops: list[dict], answers: set[str]) -> tuple[list[list[str]], dict[tuple[int, str], str]]:
+def _columns(trace: Trace, answers: set[str]) -> tuple[list[list[str]], dict[tuple[int, str], str]]:
     """Entity labels per depth (topics first), and each drawn entity's classes."""
+    hops = trace.walk
     topics = [str(t) for t in trace.topic_names] or list(
         dict.fromkeys(source for hop in hops if hop["depth"] == 1 for source, *_ in hop["edges"]))
     columns: list[list[str]] = [topics]
@@ -114,7 +113,7 @@ def _path_pairs(paths: Sequence[str]) -> set[tuple[str, str]]:
 
 
 def _nameless(label: str) -> bool:
-    return bool(_MID.fullmatch(label))
+    return bool(FREEBASE_ID.fullmatch(label))  # how a nameless (CVT) node is labelled
 
 
 def _hop_box(hop: dict) -> str:
