@@ -261,9 +261,8 @@ class KGQA(dspy.Module):
         groups: list[Candidates] = []
         through: list[tuple[Trail, Edge, float, Node]] = []
         for trail, edge, score in steps:
-            on_trail = {n.id for n in trail.nodes()}
-            nodes = [n for n in fanout[Step(trail.end.id, edge.relation, edge.direction)] if n.id not in on_trail or n.literal]
-            nodes = [n for n in nodes if n.literal or n.id not in state.topic_ids]
+            excluded = trail.behind() | state.topic_ids
+            nodes = [n for n in fanout[Step(trail.end.id, edge.relation, edge.direction)] if n.literal or n.id not in excluded]
             if state.kg.profile.step_through_unnamed:
                 through += [(trail, edge, score, n) for n in nodes if not n.literal and not n.name]
                 nodes = [n for n in nodes if n.literal or n.name]
@@ -288,7 +287,7 @@ class KGQA(dspy.Module):
         relations.update(fanout.around)
         groups: dict[tuple, Candidates] = {}
         for trail, edge, score, cvt in through:
-            excluded = {n.id for n in trail.nodes()} | state.topic_ids
+            excluded = trail.behind() | state.topic_ids
             for e in onward(edge, cvt):
                 nodes = [n for n in fanout[Step(cvt.id, e.relation, e.direction)] if n.literal or n.id not in excluded]
                 if nodes:
@@ -409,13 +408,17 @@ class KGQA(dspy.Module):
         return [earlier[label] for label, _ in picked]
 
     def _answer(self, state: WalkState) -> tuple[list[str], list[str]]:
-        """The entities the walk ended on, best trails first: each answer once, with the GCR paths
-        of the best `answer_paths` trails. The walk never ends on a topic or a nameless node."""
+        """The entities the walk ended on, ranked by their best trail, then by how many trails reach
+        them: an answer of the relations the model chose first is not outranked by one that many
+        trails of a later choice reach. Each answer once, with the GCR paths of the best
+        `answer_paths` trails. The walk never ends on a topic or a nameless node."""
         trails = [t for t in state.final if t.score >= state.config.min_path_score and (t.end.literal or t.end.name)]
-        scores: dict[str, float] = defaultdict(float)
+        best: dict[str, float] = defaultdict(float)
+        total: dict[str, float] = defaultdict(float)
         for trail in trails:
-            scores[render.node_label(trail.end)] += trail.score
-        ranked = sorted(scores, key=lambda a: (-scores[a], a))
+            label = render.node_label(trail.end)
+            best[label], total[label] = max(best[label], trail.score), total[label] + trail.score
+        ranked = sorted(best, key=lambda a: (-best[a], -total[a], a))
         paths = [render.gcr_path(t, render.node_label(t.end)) for t in trails[: state.config.answer_paths]]
         return ranked[: state.config.max_answers], paths
 

@@ -43,3 +43,9 @@ class Trail:
 
     def nodes(self) -> list[Node]:
         return [self.topic, *(hop.node for hop in self.hops)]
+
+    def behind(self) -> set[str]:
+        """Ids the next hop must not return to: the entity the trail stands on and the one it just
+        left. Entities passed earlier may be answers (the writer of [X] who also directed the films
+        found through him), so they stay reachable; the topic entities are excluded by the walk."""
+        return {node.id for node in self.nodes()[-2:]}
