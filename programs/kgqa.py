@@ -261,7 +261,7 @@ class KGQA(dspy.Module):
         groups: list[Candidates] = []
         through: list[tuple[Trail, Edge, float, Node]] = []
         for trail, edge, score in steps:
-            excluded = trail.behind() | state.topic_ids
+            excluded = trail.behind(edge) | state.topic_ids
             nodes = [n for n in fanout[Step(trail.end.id, edge.relation, edge.direction)] if n.literal or n.id not in excluded]
             if state.kg.profile.step_through_unnamed:
                 through += [(trail, edge, score, n) for n in nodes if not n.literal and not n.name]
@@ -287,7 +287,7 @@ class KGQA(dspy.Module):
         relations.update(fanout.around)
         groups: dict[tuple, Candidates] = {}
         for trail, edge, score, cvt in through:
-            excluded = trail.behind() | state.topic_ids
+            excluded = trail.behind(edge) | {cvt.id} | state.topic_ids
             for e in onward(edge, cvt):
                 nodes = [n for n in fanout[Step(cvt.id, e.relation, e.direction)] if n.literal or n.id not in excluded]
                 if nodes:

@@ -44,8 +44,12 @@ class Trail:
     def nodes(self) -> list[Node]:
         return [self.topic, *(hop.node for hop in self.hops)]
 
-    def behind(self) -> set[str]:
-        """Ids the next hop must not return to: the entity the trail stands on and the one it just
-        left. Entities passed earlier may be answers (the writer of [X] who also directed the films
-        found through him), so they stay reachable; the topic entities are excluded by the walk."""
-        return {node.id for node in self.nodes()[-2:]}
+    def behind(self, edge: Edge) -> set[str]:
+        """Ids a step along EDGE must not reach: the entity the trail stands on, and the one it
+        just left when EDGE walks the arrival edge back. Entities passed earlier, or left through
+        another relation, may be answers (the writer of [X] who also directed the films found
+        through him), so they stay reachable; the topic entities are excluded by the walk."""
+        ids = {self.end.id}
+        if self.hops and self.arrival == Edge(edge.relation, edge.direction.reverse):
+            ids.add(self.nodes()[-2].id)
+        return ids

@@ -318,3 +318,40 @@ def test_a_plan_starts_after_the_topic(kind, targets, walked):
     from kgqa.programs.kgqa import _start_after_topic
 
     assert _start_after_topic(targets, kind) == walked
+
+
+def _metaqa_kg(tmp_path, *triples: tuple[str, str, str]) -> KnowledgeGraph:
+    """A MetaQA-shaped graph from kb.txt lines (`subject|relation|object`), loaded as a user loads one."""
+    from kgqa.data.kb import build_store
+
+    kb = tmp_path / "kb.txt"
+    kb.write_text("".join(f"{s}|{r}|{o}\n" for s, r, o in triples), encoding="utf-8")
+    store, profile, _ = build_store([kb], format="metaqa")
+    return KnowledgeGraph(store, profile=profile)
+
+
+def test_an_entity_passed_earlier_can_be_the_answer(tmp_path):
+    # who directed the films written by the writer of Burnt? The writer directed them himself.
+    kg = _metaqa_kg(tmp_path, ("Burnt", "written_by", "Nikita"), ("Barber", "written_by", "Nikita"), ("Barber", "directed_by", "Nikita"),
+                    ("Burnt", "directed_by", "Nikita"))
+    lm = oracle(["written_by", "written_by (reverse)", "directed_by"])
+    pred = ask(kg, lm, "who directed the films written by the writer of [Burnt]", None)
+    assert pred.answers == ["Nikita"] and pred.trace.stop_reason == "plan_done" and pred.trace.hops_walked == 3
+    assert pred.paths[0] == "# Reasoning Path:\nBurnt -> written_by -> Nikita -> written_by (reverse) -> Barber -> directed_by -> Nikita\n# Answer:\nNikita"
+    # walking back the edge a trail came by never reaches the entity it left, nor the topic
+    back = ask(kg, oracle(["written_by", "written_by (reverse)"]), "films written by the writer of [Burnt]", None)
+    assert back.answers == ["Barber"]
+
+
+def test_answers_rank_by_their_best_trail_before_their_number_of_trails(tmp_path):
+    # the relations chosen first reach one film; the second choices reach another through five actors
+    actors = ["Pacino", "De Niro", "Kilmer", "Voight", "Portman"]
+    kg = _metaqa_kg(tmp_path, ("Heat", "directed_by", "Mann"), ("Thief", "directed_by", "Mann"),
+                    *[("Heat", "starred_actors", a) for a in actors], *[("Ronin", "starred_actors", a) for a in actors])
+    lm = oracle([], topic_kind=lambda i: {"topic_kind": "movie", "answer_kind": "movie", "hop_targets": ["person", "movie"],
+                                          "answer_constraints": []},
+                relations_to_follow=lambda i: {"relations_to_follow": [r for r in ("directed_by", "starred_actors", "directed_by (reverse)",
+                                                                                     "starred_actors (reverse)") if r in i["candidate_relations"]]})
+    pred = ask(kg, lm, "which films share a director with [Heat]")
+    # Thief: one trail of the first choices (score 1 x 1); Ronin: five trails of the second (0.5 x 0.5 each)
+    assert pred.answers[:2] == ["Thief", "Ronin"]
