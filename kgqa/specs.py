@@ -19,6 +19,8 @@ Graph (--kg):
 LM (--lm):
     local                               Qwen2.5-Coder-1.5B-Instruct, in process (the default)
     PROVIDER/MODEL                      any LiteLLM model: openai/gpt-4o-mini, hosted_vllm/..., ollama_chat/...
+    openai/MODEL --api-base URL         an OpenAI-compatible server you run (llama.cpp, vLLM, SGLang), reached
+                                        directly so that every call carries its JSON schema (kgqa.lm.served)
     py:MODULE:FACTORY                   a Python factory returning a dspy.LM (scripted LMs in tests)
 """
 
@@ -138,5 +140,9 @@ def make_lm(spec: str, *, api_base: str | None = None, temperature: float | None
         return made
     if "/" not in spec:
         raise SpecError(f"bad LM spec {spec!r}: use local, PROVIDER/MODEL (LiteLLM) or py:MODULE:FACTORY")
+    if spec.startswith("openai/") and api_base:
+        from kgqa.lm.served import served_lm
+
+        return served_lm(spec, api_base=api_base, temperature=temperature, max_tokens=max_tokens)
     options = {k: v for k, v in {"api_base": api_base, "temperature": temperature, "max_tokens": max_tokens}.items() if v is not None}
     return dspy.LM(spec, **options)

@@ -15,8 +15,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dspy.lm15 import Message, Response, TextPart, Usage
+from dspy.lm15 import Response
 
+from kgqa.lm.chat import chat_messages, chat_response, response_schema, spelled
 from kgqa.lm.model import MODEL_NAME, LocalModelError, model_path
 
 __all__ = ["MODEL_NAME", "LocalEngine", "LocalModelError", "local_lm", "model_path"]
@@ -89,14 +90,11 @@ class LocalEngine:
         return self._llm
 
     def complete(self, request) -> Response:
-        messages = []
-        system = request.system if isinstance(request.system, str) else "".join(p.text for p in request.system or [])
-        if system:
-            messages.append({"role": "system", "content": system})
-        messages += [{"role": m.role, "content": m.text or ""} for m in request.messages]
+        messages = chat_messages(request)
         config = request.config
         temperature = getattr(config, "temperature", None)
         max_tokens = getattr(config, "max_tokens", None) or self.max_tokens
+        schema = response_schema(getattr(config, "response_format", None))
         with self._lock:
             llm = self.llm
             if not self.reuse_prefix:
@@ -109,32 +107,14 @@ class LocalEngine:
                 max_tokens=int(max_tokens),
                 stop=list(getattr(config, "stop", ()) or ()) or None,
                 seed=self.seed,
-                response_format=_grammar_format(getattr(config, "response_format", None)),
+                response_format=None if schema is None else spelled(schema, "json_object"),  # llama.cpp's GBNF
             )
             seconds = time.perf_counter() - start
             processed = _processed(llm) - before
-        usage = out.get("usage", {})
-        prompt_tokens, completion_tokens = usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
-        self.stats.calls.append(
-            {"prompt_tokens": prompt_tokens, "processed_tokens": processed, "completion_tokens": completion_tokens, "seconds": seconds}
-        )
-        text = out["choices"][0]["message"]["content"] or ""
-        finish = out["choices"][0].get("finish_reason") or "stop"
-        return Response(
-            id=out.get("id"),
-            model=MODEL_NAME,
-            message=Message.assistant([TextPart(text)]),
-            finish_reason="length" if finish == "length" else "stop",
-            usage=Usage(input_tokens=prompt_tokens, output_tokens=completion_tokens, total_tokens=prompt_tokens + completion_tokens),
-        )
-
-
-def _grammar_format(response_format: dict | None) -> dict | None:
-    """DSPy's response format as llama-cpp-python takes it: JSON, constrained by a schema when there is one."""
-    if not response_format:
-        return None
-    schema = response_format.get("schema") or (response_format.get("json_schema") or {}).get("schema")
-    return {"type": "json_object", "schema": schema} if schema else {"type": "json_object"}
+        response = chat_response(out, model=MODEL_NAME)
+        self.stats.calls.append({"prompt_tokens": response.usage.input_tokens, "processed_tokens": processed,
+                                 "completion_tokens": response.usage.output_tokens, "seconds": seconds})
+        return response
 
 
 def _ensure_engine_runs() -> None:

@@ -1,0 +1,195 @@
+"""A served LM: any OpenAI-compatible chat server (llama.cpp's `llama_cpp.server` or `llama-server`,
+vLLM, SGLang), reached directly so that every call carries its output schema.
+
+Through LiteLLM, DSPy sends a JSON schema only to models its catalog says take one, and a
+self-hosted model is in no catalog: the walk's choices would go out unconstrained. `ServedEngine`
+implements DSPy's engine interface (`complete(Request) -> Response`), declares schema support, and
+sends each call's schema in the dialect the server speaks:
+- `json_schema`: OpenAI's `{"type": "json_schema", "json_schema": {"name", "schema"}}` (vLLM,
+  SGLang, llama.cpp's C++ server, OpenAI);
+- `json_object`: `{"type": "json_object", "schema": ...}` (llama-cpp-python's server, which answers the first
+  with an error).
+`dialect="auto"` (the default) tries `json_schema` and falls back to `json_object` for good when
+the server refuses it. Decoding is greedy with a fixed seed, as in process, so a program answers
+the same through a served copy of the local model as through the in-process engine.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Literal
+
+import httpx
+from dspy.lm15 import Response
+
+from kgqa.lm.chat import chat_messages, chat_response, response_schema, spelled
+
+Dialect = Literal["auto", "json_schema", "json_object"]
+LOCAL_ALIAS = "kgqa-local"  # what `llama_server` calls the local model: --lm openai/kgqa-local
+
+
+class ServedLMError(RuntimeError):
+    """The server answered with an error, or not at all."""
+
+
+class ServedEngine:
+    supports_response_schema = True
+    supported_params = frozenset({"temperature", "max_tokens", "stop", "response_format"})
+
+    def __init__(
+        self,
+        *,
+        api_base: str,
+        model: str,
+        api_key: str | None = None,
+        dialect: Dialect = "auto",
+        seed: int = 0,
+        max_tokens: int = 256,
+        timeout: float = 300.0,
+    ) -> None:
+        self.url = api_base.rstrip("/") + "/chat/completions"
+        self.model = model
+        self.dialect = dialect
+        self.seed = seed
+        self.max_tokens = max_tokens
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        self._client = httpx.Client(timeout=timeout, headers={"Authorization": f"Bearer {key}"} if key else {})
+
+    def __deepcopy__(self, memo: dict) -> ServedEngine:
+        return self
+
+    def complete(self, request) -> Response:
+        config = request.config
+        temperature = getattr(config, "temperature", None)
+        body = {
+            "model": self.model,
+            "messages": chat_messages(request),
+            "temperature": 0.0 if temperature is None else float(temperature),
+            "max_tokens": int(getattr(config, "max_tokens", None) or self.max_tokens),
+            "seed": self.seed,
+        }
+        if getattr(config, "stop", None):
+            body["stop"] = list(config.stop)
+        out = self._post(body, response_schema(getattr(config, "response_format", None)))
+        return chat_response(out, model=out.get("model") or self.model)
+
+    def _post(self, body: dict, schema: dict | bool | None) -> dict:
+        spelling = "json_object" if self.dialect == "json_object" else "json_schema"
+        if schema is not None:
+            body = {**body, "response_format": spelled(schema, spelling)}
+        reply = self._send(body)
+        refused = reply.status_code >= 400 and "response_format" in reply.text
+        if schema is not None and refused and spelling == "json_schema" and self.dialect != "json_schema":
+            # llama-cpp-python's server refuses OpenAI's spelling (with a 500): its own, from now on
+            # (other threads may have sent the first spelling meanwhile: each retries once)
+            self.dialect = "json_object"
+            reply = self._send({**body, "response_format": spelled(schema, "json_object")})
+        if reply.status_code != 200:
+            raise ServedLMError(f"{self.url} answered {reply.status_code}: {reply.text[:300]}")
+        try:
+            return reply.json()
+        except ValueError:
+            raise ServedLMError(f"{self.url} answered with something other than JSON: {reply.text[:200]!r}") from None
+
+    def _send(self, body: dict) -> httpx.Response:
+        try:
+            return self._client.post(self.url, json=body)
+        except httpx.HTTPError as exc:
+            raise ServedLMError(f"{self.url} did not answer: {type(exc).__name__}: {exc}") from None
+
+
+def served_lm(spec: str, *, api_base: str, dialect: Dialect = "auto", temperature: float | None = None,
+              max_tokens: int | None = None):
+    """`dspy.LM` on the model SPEC (`openai/NAME`: NAME is what the server calls it) served at API_BASE;
+    greedy unless TEMPERATURE is given. The engine is `lm.served_engine`."""
+    import dspy
+
+    engine = ServedEngine(api_base=api_base, model=spec.split("/", 1)[-1], dialect=dialect)
+    options = {k: v for k, v in {"temperature": temperature, "max_tokens": max_tokens}.items() if v is not None}
+    lm = dspy.LM(spec, engine=engine, cache=False, **options)
+    lm.served_engine = engine
+    return lm
+
+
+def llama_server_command(*, port: int, threads: int | None = None, host: str = "127.0.0.1", n_ctx: int = 8192,
+                         cache_bytes: int = 256 << 20, python: str = sys.executable) -> list[str]:
+    """llama-cpp-python's OpenAI-compatible server (`[server]` extra) on the local model, set up as
+    the in-process engine is (context, batch, prefix-state cache). The cache is kept small: its
+    states also hold a logits buffer (~311 MB each) that its byte budget does not count."""
+    from kgqa.lm.model import model_path
+
+    return [python, "-m", "llama_cpp.server", "--model", str(model_path()), "--model_alias", LOCAL_ALIAS,
+            "--host", host, "--port", str(port), "--n_threads", str(threads or os.cpu_count() or 1),
+            "--n_ctx", str(n_ctx), "--n_batch", "512", "--cache", "true", "--cache_size", str(cache_bytes)]
+
+
+@contextmanager
+def llama_server(*, threads: int | None = None, port: int | None = None, log: Path | None = None,
+                 wait: float = 300.0) -> Iterator[str]:
+    """The local model served by `llama_cpp.server` on 127.0.0.1 for the block's duration: yields
+    its API base (`http://127.0.0.1:PORT/v1`; the model is `openai/kgqa-local`), stops it by PID."""
+    from kgqa.lm.local import _ensure_engine_runs
+
+    _ensure_engine_runs()  # a build that faults on this CPU is one clear error, not a dead server
+    port = port or free_port()
+    sink = open(log, "wb") if log else subprocess.DEVNULL
+    process = subprocess.Popen(llama_server_command(port=port, threads=threads), stdout=sink, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    api_base = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            if process.poll() is not None:
+                raise ServedLMError(f"llama_cpp.server exited with status {process.returncode} before serving"
+                                    + (f" (its log: {log})" if log else ""))
+            try:
+                if httpx.get(f"{api_base}/models", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise ServedLMError(f"llama_cpp.server did not answer on {api_base} within {wait:.0f} s")
+            time.sleep(0.5)
+        yield api_base
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        if log:
+            sink.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m kgqa.lm.served [--port P] [--threads N]`: serve the local model until stopped."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m kgqa.lm.served", description=main.__doc__)
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--threads", type=int, help="llama.cpp threads (default: all cores)")
+    parser.add_argument("--host", default="127.0.0.1")
+    args = parser.parse_args(argv)
+    command = llama_server_command(port=args.port, threads=args.threads, host=args.host)
+    print(f"serving the local model as openai/{LOCAL_ALIAS} at http://{args.host}:{args.port}/v1", flush=True)
+    os.execv(command[0], command)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""The LM as a served model: llama-cpp-python's OpenAI-compatible server (its `[server]` extra),
+started as a subprocess on the local model, reached by `--lm openai/... --api-base ...`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dspy
+import pytest
+
+from kgqa.lm import model
+from kgqa.lm.adapter import ConstrainedJSONAdapter, choices
+from kgqa.lm.served import LOCAL_ALIAS, free_port, llama_server
+from kgqa.specs import make_lm
+from kgqa.workflow import LMUnreachable, check_lm
+
+ROOT = Path(__file__).resolve().parents[1]
+ORACLE = "py:tests.programs.oracle:demo_oracle"
+IN_CI = os.environ.get("CI", "").lower() == "true"
+QUESTIONS = "demo:test[0:4]"
+
+
+def kgqa(*args: str, home: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "KGQA_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "kgqa", *args], capture_output=True, text=True, timeout=900, cwd=ROOT, env=env)
+
+
+def test_a_server_that_is_not_there_is_one_clear_error():
+    api_base = f"http://127.0.0.1:{free_port()}/v1"
+    lm = make_lm(f"openai/{LOCAL_ALIAS}", api_base=api_base)
+    with pytest.raises(LMUnreachable, match=r"did not answer: .*http://127\.0\.0\.1:\d+/v1/chat/completions did not answer: ConnectError"):
+        check_lm(lm, f"openai/{LOCAL_ALIAS}")
+
+
+@pytest.fixture(scope="module")
+def api_base(tmp_path_factory):
+    try:
+        import llama_cpp.server.app  # noqa: F401
+
+        model.model_path()
+    except (ImportError, model.LocalModelError) as exc:
+        if IN_CI:
+            pytest.fail(f"CI installs the local LM and its server: {exc}")
+        pytest.skip(f"local LM or llama_cpp.server not installed: {exc}")
+    with llama_server(threads=os.cpu_count(), log=tmp_path_factory.mktemp("llama") / "server.log") as base:
+        yield base
+
+
+def test_a_choice_through_the_server_is_one_of_the_candidates(api_base):
+    class PickCity(dspy.Signature):
+        """Pick the capital city of the country from the candidates."""
+
+        country: str = dspy.InputField()
+        candidates: list[str] = dspy.InputField()
+        capital: list[str] = dspy.OutputField()
+
+    offered = ["Lyon", "Paris", "Marseille"]
+    signature = PickCity.with_updated_fields("capital", type_=choices(offered, at_most=1))
+    lm = make_lm(f"openai/{LOCAL_ALIAS}", api_base=api_base)
+    with dspy.context(lm=lm, adapter=ConstrainedJSONAdapter()):
+        prediction = dspy.Predict(signature)(country="France", candidates=offered)
+    assert prediction.capital == ["Paris"]
+    # llama-cpp-python's server refuses OpenAI's json_schema spelling; the engine moved to its own
+    assert lm.served_engine.dialect == "json_object"
+
+
+def test_the_served_model_answers_as_the_in_process_one(api_base, tmp_path):
+    compiled = kgqa("compile", "--train", "demo:train[0:4]", "--kg", "demo", "--lm", ORACLE, "--out", str(tmp_path / "program"),
+                    "--quiet", home=tmp_path)
+    assert compiled.returncode == 0, compiled.stderr
+    runs = {
+        "in process": ("--lm", "local"),
+        "served": ("--lm", f"openai/{LOCAL_ALIAS}", "--api-base", api_base, "--threads", "2"),
+    }
+    records = {}
+    for name, lm_args in runs.items():
+        out = tmp_path / f"{name.replace(' ', '-')}.jsonl"
+        result = kgqa("evaluate", "--program", str(tmp_path / "program"), "--data", QUESTIONS, "--out", str(out), "--quiet", *lm_args,
+                      home=tmp_path)
+        assert result.returncode == 0, result.stderr
+        records[name] = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert len(records["served"]) == 4 and records["served"].keys() == records["in process"].keys()
+    for question_id, served in records["served"].items():
+        local = records["in process"][question_id]
+        assert served["trace"]["llm_calls"] > 0 and served["trace"]["llm_failures"] == 0, served["trace"]
+        assert served["answers"] == local["answers"], (served["question"], served["trace"], local["trace"])
