@@ -19,6 +19,23 @@ SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
+def require_local_lm(*modules: str) -> None:
+    """Skip unless the local LM (llama-cpp-python, the assembled model, and MODULES) is installed;
+    in CI, where `make setup` installs it, fail instead."""
+    import importlib
+
+    from kgqa.lm.model import LocalModelError, model_path
+
+    try:
+        for module in ("llama_cpp", *modules):
+            importlib.import_module(module)
+        model_path()
+    except (ImportError, LocalModelError) as exc:
+        if IN_CI:
+            pytest.fail(f"CI installs the local LM: {exc}")
+        pytest.skip(f"local LM not installed: {exc}")
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     if not SHARED_DATA.is_dir():

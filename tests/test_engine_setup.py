@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from kgqa.lm import build, smoke
+from tests.conftest import require_local_lm
 
-IN_CI = os.environ.get("CI", "").lower() == "true"
 ROOT = Path(__file__).resolve().parents[1]
 SAPPHIRE_RAPIDS = ("amx_bf16", "amx_int8", "amx_tile", "avx", "avx2", "avx512_bf16", "avx512_vnni", "avx512bw", "avx512f",
                    "avx512vl", "bmi2", "f16c", "fma", "sse4_2")
@@ -89,16 +89,7 @@ def test_the_in_process_engine_refuses_to_load_a_build_that_failed_its_proof(mon
 
 @pytest.fixture(scope="module")
 def engine_installed():
-    try:
-        import llama_cpp  # noqa: F401
-
-        from kgqa.lm.model import model_path
-
-        model_path()
-    except Exception as exc:  # noqa: BLE001
-        if IN_CI:
-            pytest.fail(f"CI installs the local LM: {exc}")
-        pytest.skip(f"local LM not installed: {exc}")
+    require_local_lm()
 
 
 def test_the_engine_loads_and_generates_in_a_child_process(engine_installed):

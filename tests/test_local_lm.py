@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import os
-
 import dspy
 import pytest
 
 from kgqa.lm import local, model
-
-IN_CI = os.environ.get("CI", "").lower() == "true"
+from tests.conftest import IN_CI, require_local_lm
 
 
 @pytest.fixture(scope="module")
 def lm():
-    try:
-        import llama_cpp  # noqa: F401
-
-        model.model_path()
-    except (ImportError, model.LocalModelError) as exc:
-        if IN_CI:
-            pytest.fail(f"CI installs the local LM: {exc}")
-        pytest.skip(f"local LM not installed: {exc}")
+    require_local_lm()
     return local.local_lm(max_tokens=64)
 
 

@@ -12,15 +12,14 @@ from pathlib import Path
 import dspy
 import pytest
 
-from kgqa.lm import model
 from kgqa.lm.adapter import ConstrainedJSONAdapter, choices
 from kgqa.lm.served import LOCAL_ALIAS, free_port, llama_server
 from kgqa.specs import make_lm
 from kgqa.workflow import LMUnreachable, check_lm
+from tests.conftest import require_local_lm
 
 ROOT = Path(__file__).resolve().parents[1]
 ORACLE = "py:tests.programs.oracle:demo_oracle"
-IN_CI = os.environ.get("CI", "").lower() == "true"
 QUESTIONS = "demo:test[0:4]"
 
 
@@ -38,14 +37,7 @@ def test_a_server_that_is_not_there_is_one_clear_error():
 
 @pytest.fixture(scope="module")
 def api_base(tmp_path_factory):
-    try:
-        import llama_cpp.server.app  # noqa: F401
-
-        model.model_path()
-    except (ImportError, model.LocalModelError) as exc:
-        if IN_CI:
-            pytest.fail(f"CI installs the local LM and its server: {exc}")
-        pytest.skip(f"local LM or llama_cpp.server not installed: {exc}")
+    require_local_lm("llama_cpp.server.app")
     with llama_server(threads=os.cpu_count(), log=tmp_path_factory.mktemp("llama") / "server.log") as base:
         yield base
 
