@@ -186,7 +186,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, help="llama.cpp threads (default: all cores)")
     parser.add_argument("--host", default="127.0.0.1")
     args = parser.parse_args(argv)
-    command = llama_server_command(port=args.port, threads=args.threads, host=args.host)
+    from kgqa.lm.local import LocalModelError, _ensure_engine_runs
+
+    try:
+        _ensure_engine_runs()  # a build that faults on this CPU is one clear line, not a server that dies later
+        command = llama_server_command(port=args.port, threads=args.threads, host=args.host)
+    except LocalModelError as exc:
+        raise SystemExit(f"kgqa: cannot serve the local model: {exc}") from None
     print(f"serving the local model as openai/{LOCAL_ALIAS} at http://{args.host}:{args.port}/v1", flush=True)
     os.execv(command[0], command)
 
