@@ -77,7 +77,6 @@ def main() -> None:
 
     rows = [{"lm": "in process", **run(program_dir, examples, local, threads=1, out=args.out / "in-process.jsonl")}]
     print(_line(rows[-1]), flush=True)
-    del local  # one engine in memory at a time beside the server
     for threads in (int(t) for t in args.threads.split(",")):
         with llama_server(threads=args.server_threads, log=args.out / "server.log") as api_base:
             lm = served_lm(f"openai/{LOCAL_ALIAS}", api_base=api_base)

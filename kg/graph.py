@@ -38,6 +38,11 @@ class Edge(NamedTuple):
     relation: str
     direction: Direction
 
+    @property
+    def reversed(self) -> Edge:
+        """The same relation walked the other way: back to where this edge came from."""
+        return Edge(self.relation, self.direction.reverse)
+
 
 class Step(NamedTuple):
     """One edge to follow: from `entity` through `relation` in `direction`."""

@@ -222,7 +222,7 @@ class KGQA(dspy.Module):
         offered: dict[str, Edge] = {}
         by_trail: list[tuple[Trail, set[str]]] = []
         for trail in frontier:
-            back = drop_back and trail.arrival and Edge(trail.arrival.relation, trail.arrival.direction.reverse)
+            back = drop_back and trail.arrival and trail.arrival.reversed
             labels = {render.relation_label(e): e for e in relations.get(trail.end.id, ()) if e != back}
             offered.update(labels)
             by_trail.append((trail, set(labels)))
@@ -279,8 +279,7 @@ class KGQA(dspy.Module):
             relations.update(state.kg.relations(missing).items)
 
         def onward(edge: Edge, cvt: Node) -> list[Edge]:
-            back = Edge(edge.relation, edge.direction.reverse)
-            return [e for e in relations.get(cvt.id, ()) if e != back]
+            return [e for e in relations.get(cvt.id, ()) if e != edge.reversed]
 
         steps = [Step(cvt.id, e.relation, e.direction) for _, edge, _, cvt in through for e in onward(edge, cvt)]
         fanout = state.kg.follow(steps, relations=more)
@@ -496,6 +495,7 @@ class KGQA(dspy.Module):
         trace.topic_entities, trace.topic_names = [t.id for t in state.topics], [t.label for t in state.topics]
         trace.dropped_selections, trace.dropped_examples = len(state.dropped), state.dropped[:10]
         return trace
+
 
 def hop_kind(target: str) -> str:
     """The kind a plan's hop names (hops are written `kind (relation words)`): "movie (directed by)" -> "movie"."""

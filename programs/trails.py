@@ -50,6 +50,6 @@ class Trail:
         another relation, may be answers (the writer of [X] who also directed the films found
         through him), so they stay reachable; the topic entities are excluded by the walk."""
         ids = {self.end.id}
-        if self.hops and self.arrival == Edge(edge.relation, edge.direction.reverse):
+        if self.hops and self.arrival == edge.reversed:
             ids.add(self.nodes()[-2].id)
         return ids

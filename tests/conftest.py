@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 from kgqa.env import stay_offline  # noqa: E402
@@ -15,8 +17,15 @@ import pytest  # noqa: E402
 from kgqa.data.demo import DEMO_KG  # noqa: E402
 from kgqa.kg import EmbeddedStore, KnowledgeGraph, SparqlEndpoint, virtuoso  # noqa: E402
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / "shared" / "data"
 IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def run_kgqa(*args: str, home: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    """`python -m kgqa ARGS` as a user runs it, with HOME as its work directory ($KGQA_HOME)."""
+    env = {**os.environ, "KGQA_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "kgqa", *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env)
 
 
 def require_local_lm(*modules: str) -> None:

@@ -84,7 +84,7 @@ def test_the_in_process_engine_refuses_to_load_a_build_that_failed_its_proof(mon
     monkeypatch.setattr(smoke, "proven", lambda: None)
     monkeypatch.setattr(smoke, "run", lambda **_: smoke.SmokeResult(False, "the llama.cpp engine died by SIGSEGV ..."))
     with pytest.raises(local.LocalModelError, match="SIGSEGV"):
-        local._ensure_engine_runs()
+        local.ensure_engine_runs()
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import dspy
 import pytest
@@ -16,16 +13,10 @@ from kgqa.lm.adapter import ConstrainedJSONAdapter, choices
 from kgqa.lm.served import LOCAL_ALIAS, free_port, llama_server
 from kgqa.specs import make_lm
 from kgqa.workflow import LMUnreachable, check_lm
-from tests.conftest import require_local_lm
+from tests.conftest import require_local_lm, run_kgqa
 
-ROOT = Path(__file__).resolve().parents[1]
 ORACLE = "py:tests.programs.oracle:demo_oracle"
 QUESTIONS = "demo:test[0:4]"
-
-
-def kgqa(*args: str, home: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "KGQA_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "kgqa", *args], capture_output=True, text=True, timeout=900, cwd=ROOT, env=env)
 
 
 def test_a_server_that_is_not_there_is_one_clear_error():
@@ -61,8 +52,8 @@ def test_a_choice_through_the_server_is_one_of_the_candidates(api_base):
 
 
 def test_the_served_model_answers_as_the_in_process_one(api_base, tmp_path):
-    compiled = kgqa("compile", "--train", "demo:train[0:4]", "--kg", "demo", "--lm", ORACLE, "--out", str(tmp_path / "program"),
-                    "--quiet", home=tmp_path)
+    compiled = run_kgqa("compile", "--train", "demo:train[0:4]", "--kg", "demo", "--lm", ORACLE, "--out", str(tmp_path / "program"),
+                        "--quiet", home=tmp_path, timeout=900)
     assert compiled.returncode == 0, compiled.stderr
     runs = {
         "in process": ("--lm", "local"),
@@ -71,8 +62,8 @@ def test_the_served_model_answers_as_the_in_process_one(api_base, tmp_path):
     records = {}
     for name, lm_args in runs.items():
         out = tmp_path / f"{name.replace(' ', '-')}.jsonl"
-        result = kgqa("evaluate", "--program", str(tmp_path / "program"), "--data", QUESTIONS, "--out", str(out), "--quiet", *lm_args,
-                      home=tmp_path)
+        result = run_kgqa("evaluate", "--program", str(tmp_path / "program"), "--data", QUESTIONS, "--out", str(out), "--quiet", *lm_args,
+                          home=tmp_path, timeout=900)
         assert result.returncode == 0, result.stderr
         records[name] = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
     assert len(records["served"]) == 4 and records["served"].keys() == records["in process"].keys()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,19 +15,16 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from kgqa.lm.served import free_port
+from tests.conftest import ROOT, run_kgqa
+
 ORACLE = "py:tests.programs.oracle:demo_oracle"
-
-
-def kgqa(*args: str, home: Path, **popen) -> subprocess.CompletedProcess:
-    env = {**os.environ, "KGQA_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "kgqa", *args], capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
 
 
 @pytest.fixture(scope="module")
 def registered(tmp_path_factory):
     home = tmp_path_factory.mktemp("serving")
-    result = kgqa("compile", "--train", "demo:train[0:4]", "--kg", "demo", "--optimizer", "bootstrap", "--lm", ORACLE,
+    result = run_kgqa("compile", "--train", "demo:train[0:4]", "--kg", "demo", "--optimizer", "bootstrap", "--lm", ORACLE,
                   "--out", str(home / "program"), "--register", "kgqa-demo", "--quiet", home=home)
     assert result.returncode == 0, result.stderr
     return home
@@ -42,20 +38,14 @@ def test_compile_registers_a_model_that_loads_by_uri(registered):
     (version,) = client.search_model_versions("name='kgqa-demo'")
     client.set_registered_model_alias("kgqa-demo", "champion", version.version)
     for uri in ("models:/kgqa-demo/1", "models:/kgqa-demo@champion"):
-        result = kgqa("ask", "Who directed Parasite?", "--program", uri, "--lm", ORACLE, "--json", home=registered)
+        result = run_kgqa("ask", "Who directed Parasite?", "--program", uri, "--lm", ORACLE, "--json", home=registered)
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout)["answers"] == ["Bong Joon-ho"]
     model_dir = Path(mlflow.artifacts.download_artifacts("models:/kgqa-demo/1"))
     assert {p.name for p in (model_dir / "artifacts" / "program").iterdir()} >= {"program.json", "config.json"}
     assert not list(model_dir.rglob("*.pkl"))  # the model is code and JSON: nothing pickled
-    missing = kgqa("ask", "q?", "--program", "models:/no-such-model/1", "--lm", ORACLE, home=registered)
+    missing = run_kgqa("ask", "q?", "--program", "models:/no-such-model/1", "--lm", ORACLE, home=registered)
     assert missing.returncode == 2 and "cannot fetch the model models:/no-such-model/1" in missing.stderr
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _post(url: str, body: bytes) -> tuple[int, dict]:
@@ -69,7 +59,7 @@ def _post(url: str, body: bytes) -> tuple[int, dict]:
 
 @pytest.fixture(scope="module")
 def server(registered):
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "KGQA_HOME": str(registered), "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen([sys.executable, "-m", "kgqa", "serve", "--program", "models:/kgqa-demo/1", "--port", str(port)],
                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)

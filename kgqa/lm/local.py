@@ -76,7 +76,7 @@ class LocalEngine:
                 from llama_cpp import Llama, LlamaRAMCache
             except ImportError as exc:
                 raise LocalModelError("llama-cpp-python is not installed (make setup, or python -m kgqa.lm.build)") from exc
-            _ensure_engine_runs()
+            ensure_engine_runs()
             self._llm = Llama(
                 model_path=str(self.path or model_path()),
                 n_ctx=self.n_ctx,
@@ -117,7 +117,7 @@ class LocalEngine:
         return response
 
 
-def _ensure_engine_runs() -> None:
+def ensure_engine_runs() -> None:
     """A llama.cpp build made for the wrong CPU kills the process on its first decode. Prove this
     build once in a child process (kgqa.lm.smoke; setup does it too) before loading it here."""
     from kgqa.lm import smoke

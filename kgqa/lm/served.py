@@ -136,9 +136,9 @@ def llama_server(*, threads: int | None = None, port: int | None = None, log: Pa
                  wait: float = 300.0) -> Iterator[str]:
     """The local model served by `llama_cpp.server` on 127.0.0.1 for the block's duration: yields
     its API base (`http://127.0.0.1:PORT/v1`; the model is `openai/kgqa-local`), stops it by PID."""
-    from kgqa.lm.local import _ensure_engine_runs
+    from kgqa.lm.local import ensure_engine_runs
 
-    _ensure_engine_runs()  # a build that faults on this CPU is one clear error, not a dead server
+    ensure_engine_runs()  # a build that faults on this CPU is one clear error, not a dead server
     port = port or free_port()
     sink = open(log, "wb") if log else subprocess.DEVNULL
     process = subprocess.Popen(llama_server_command(port=port, threads=threads), stdout=sink, stderr=subprocess.STDOUT,
@@ -186,10 +186,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, help="llama.cpp threads (default: all cores)")
     parser.add_argument("--host", default="127.0.0.1")
     args = parser.parse_args(argv)
-    from kgqa.lm.local import LocalModelError, _ensure_engine_runs
+    from kgqa.lm.local import LocalModelError, ensure_engine_runs
 
     try:
-        _ensure_engine_runs()  # a build that faults on this CPU is one clear line, not a server that dies later
+        ensure_engine_runs()  # a build that faults on this CPU is one clear line, not a server that dies later
         command = llama_server_command(port=args.port, threads=args.threads, host=args.host)
     except LocalModelError as exc:
         raise SystemExit(f"kgqa: cannot serve the local model: {exc}") from None
