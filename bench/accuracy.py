@@ -11,7 +11,7 @@ graph) and Hits@1 per `compositionality_type`. Answered by:
   MetaQA (a floor told the depth), 2 hops on CWQ-mini;
 - uncompiled: the program as written;
 - bootstrap, bootstrap-rs, mipro, mipro-light: the program compiled on a disjoint seeded sample
-  of dev questions (`--train`, default 150; a third per hop on MetaQA, `cwq_mini_dev` rows on
+  of dev questions (`--train`, default 1,500 on MetaQA, a third per hop, 600 `cwq_mini_dev` rows on
   CWQ-mini) with intermediate labels: the gold relation paths (MetaQA's question types, CWQ's
   RoG `ground_paths`, never shown at answer time) drive the teacher that writes the demos and the
   plan step's pool of gold plans, and `walk_metric` scores answers, paths and depths.
@@ -65,12 +65,13 @@ DATASETS = ("metaqa", "cwq-mini")
 SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap", "bootstrap-rs", "mipro", "mipro-light")
 DEFAULT_SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap")
 BUDGETS = {
-    "bootstrap": Budget(demos=3, plan_demos=50),
-    "bootstrap-rs": Budget(demos=3, plan_demos=50, candidates=2),  # 5 programs scored: zero-shot, labeled, unshuffled, 2 shuffles
+    "bootstrap": Budget(demos=3, plan_demos=500),
+    "bootstrap-rs": Budget(demos=3, plan_demos=500, candidates=2),  # 5 programs scored: zero-shot, labeled, unshuffled, 2 shuffles
     "mipro": Budget(demos=2, candidates=3, trials=5),
     "mipro-light": Budget(demos=2),
 }
 VALIDATION = {"bootstrap-rs": 15, "mipro": 4, "mipro-light": 4}  # compile questions held out to score candidates
+TRAIN = {"metaqa": 1500, "cwq-mini": 600}  # compile questions: the plan step's pool of gold plans grows with them
 HOPS = (1, 2, 3)
 CWQ_FLOOR_DEPTH = 2  # CWQ chains a WebQSP relation (often through a CVT node) with one constraint
 HIDDEN = ("type.object.", "common.", "freebase.")  # relations the rog profile hides
@@ -251,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", choices=DATASETS, default="metaqa")
     parser.add_argument("--per-hop", type=int, default=30, help="test questions per hop (MetaQA) or in all (CWQ-mini)")
-    parser.add_argument("--train", type=int, default=150, help="compile questions (disjoint from the test sample)")
+    parser.add_argument("--train", type=int, help="compile questions, disjoint from the test sample (default: "
+                        f"{TRAIN['metaqa']} on MetaQA, {TRAIN['cwq-mini']} on CWQ-mini)")
     parser.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS), help=f"of {', '.join(SYSTEMS)}")
     parser.add_argument("--lm", default="local")
     parser.add_argument("--seed", type=int, default=0)
@@ -265,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(systems) - set(SYSTEMS)
     if unknown:
         parser.error(f"unknown systems {sorted(unknown)}; choose from {', '.join(SYSTEMS)}")
+    args.train = args.train or TRAIN[args.dataset]
     seeded = f"-seed{args.seed}" if args.seed else ""
     prefix = "accuracy" if args.dataset == "metaqa" else args.dataset
     args.out = args.out or Path(__file__).parent / "results" / f"{prefix}-{re.sub(r'[^A-Za-z0-9_.-]+', '_', args.lm)}{seeded}"

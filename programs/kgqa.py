@@ -407,18 +407,24 @@ class KGQA(dspy.Module):
         return [earlier[label] for label, _ in picked]
 
     def _answer(self, state: WalkState) -> tuple[list[str], list[str]]:
-        """The entities the walk ended on, ranked by their best trail, then by how many trails reach
-        them: an answer of the relations the model chose first is not outranked by one that many
-        trails of a later choice reach. Each answer once, with the GCR paths of the best
-        `answer_paths` trails. The walk never ends on a topic or a nameless node."""
+        """The entities the walk ended on, ranked first by how many of the question's topic entities
+        reach them (an answer must meet every entity a conjunction names: the city that is home to
+        both people), then by their best trail, then by how many trails reach them (an answer of
+        the relations the model chose first is not outranked by one that many trails of a later
+        choice reach). Each answer once, with the GCR paths of the first answers' best trails
+        (`answer_paths` in all). The walk never ends on a topic or a nameless node."""
         trails = [t for t in state.final if t.score >= state.config.min_path_score and (t.end.literal or t.end.name)]
         best: dict[str, float] = defaultdict(float)
         total: dict[str, float] = defaultdict(float)
+        topics: dict[str, set[str]] = defaultdict(set)  # the topic names (not ids: one name may link several) reaching each answer
         for trail in trails:
             label = render.node_label(trail.end)
             best[label], total[label] = max(best[label], trail.score), total[label] + trail.score
-        ranked = sorted(best, key=lambda a: (-best[a], -total[a], a))
-        paths = [render.gcr_path(t, render.node_label(t.end)) for t in trails[: state.config.answer_paths]]
+            topics[label].add(trail.topic.label)
+        ranked = sorted(best, key=lambda a: (-len(topics[a]), -best[a], -total[a], a))
+        rank = {answer: i for i, answer in enumerate(ranked)}
+        shown = sorted(trails, key=lambda t: rank[render.node_label(t.end)])[: state.config.answer_paths]  # best trails first within
+        paths = [render.gcr_path(t, render.node_label(t.end)) for t in shown]
         return ranked[: state.config.max_answers], paths
 
     # -- plumbing ----------------------------------------------------------------------------
@@ -462,7 +468,7 @@ class KGQA(dspy.Module):
             return None
         state.trace.llm_calls += 1
         try:
-            return predictor(**inputs, demos=self._shown_demos(predictor, state.question))
+            return predictor(**inputs, demos=self._shown_demos(predictor, state))
         except AdapterParseError as exc:  # the LM answered, but not in the signature's shape
             log.info("%s: unparseable reply: %s", predictor.signature.__name__, str(exc)[:200])
             state.trace.parse_failures += 1
@@ -474,13 +480,17 @@ class KGQA(dspy.Module):
         state.dropped.append(f"{type(failure).__name__}: {str(failure)[:200]}")
         return None
 
-    def _shown_demos(self, predictor: dspy.Predict, question: str) -> list:
+    def _shown_demos(self, predictor: dspy.Predict, state: WalkState) -> list:
         """The predictor's demos, or, when it holds more than `demos_per_call`, the ones whose
-        questions are nearest this one, nearest last (next to the question)."""
+        questions are nearest this one in shape (topic entities blanked out, so "who directed
+        [Heat]" is near "who directed [Alien]", not near "who starred in [Heat]"), nearest last,
+        next to the question."""
         pool, k = predictor.demos, self.config.demos_per_call
         if len(pool) <= k:
             return pool
-        nearest = self.embedder.rank(question, [str(demo.get("question", "")) for demo in pool])[:k]
+        shape = question_shape(state.question, [t.label for t in state.topics])
+        shapes = [question_shape(str(demo.get("question", "")), str(demo.get("topic", "")).split(", ")) for demo in pool]
+        nearest = self.embedder.rank(shape, shapes)[:k]
         return [pool[i] for i in reversed(nearest)]
 
     def _trace(self, state: WalkState, usage) -> Trace:
@@ -523,6 +533,15 @@ def _end_at_answer(targets: list[str], kind: object) -> list[str]:
         return targets
     hits = [i for i, target in enumerate(targets) if _noun(target) == _noun(kind)]
     return targets[: hits[-1] + 1] if hits else targets
+
+
+def question_shape(question: str, topics: Sequence[str]) -> str:
+    """The question with its topic entities blanked out, as demos are matched to it: each topic name
+    and each bracketed span becomes "X"/"[X]" ("what films did [Ridley Scott] direct" -> "what films
+    did [X] direct")."""
+    for name in sorted({n.strip() for n in topics if len(n.strip()) > 1}, key=len, reverse=True):
+        question = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", "X", question, flags=re.IGNORECASE)
+    return _BRACKETED.sub("[X]", question)
 
 
 def _clear(ranked: list[str], scores: dict[str, float], config: WalkConfig) -> bool:

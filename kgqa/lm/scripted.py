@@ -54,6 +54,7 @@ class ScriptedEngine:
         self.default = default
         self.calls: list[tuple[str, dict[str, Any]]] = []  # (first output field, inputs), in call order
         self.formats: list[dict | None] = []  # the response_format of each call (JSON schemas, when sent)
+        self.shown: list[str] = []  # the text of each call's messages before the last one (its demos)
         self._lock = threading.Lock()
 
     def complete(self, request) -> Response:
@@ -65,6 +66,7 @@ class ScriptedEngine:
         with self._lock:
             self.calls.append((key, inputs))
             self.formats.append(getattr(request.config, "response_format", None))
+            self.shown.append("\n".join(_text(m.text) for m in request.messages[:-1]))
         handler = self.handlers.get(key, self.default)
         if not outputs and handler is None:  # a plain prompt, not a signature (a health check)
             handler = lambda _: "OK"  # noqa: E731

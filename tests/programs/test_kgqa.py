@@ -355,3 +355,47 @@ def test_answers_rank_by_their_best_trail_before_their_number_of_trails(tmp_path
     pred = ask(kg, lm, "which films share a director with [Heat]")
     # Thief: one trail of the first choices (score 1 x 1); Ronin: five trails of the second (0.5 x 0.5 each)
     assert pred.answers[:2] == ["Thief", "Ronin"]
+
+
+def test_a_large_demo_pool_shows_the_demos_nearest_the_question_s_shape(kg, ids):
+    # by words, "Who directed Titanic?" is nearest the Titanic questions; by shape, the Parasite one
+    def demo(question, topic, hops):
+        return dspy.Example(question=question, topic=topic, topic_kind="movie", answer_kind=hops[-1], hop_targets=hops,
+                            answer_constraints=[]).with_inputs("question", "topic")
+
+    program = KGQA(kg, config=WalkConfig(demos_per_call=1))
+    program.plan.demos = [demo("When was Titanic released?", "Titanic", ["year (release date)"]),
+                          demo("Which actors starred in Titanic?", "Titanic", ["performance (starring)", "actor (actor)"]),
+                          demo("Who directed Parasite?", "Parasite", ["director (directed by)"])]
+    lm = oracle(["film.film.directed_by"])
+    with dspy.context(lm=lm):
+        pred = program(question="Who directed Titanic?", topic_entities=[ids["Titanic"]])
+    assert pred.answers == ["James Cameron"]
+    plan_demos = lm.scripted.shown[0]
+    assert "Who directed Parasite?" in plan_demos and "Titanic" not in plan_demos
+
+
+@pytest.mark.parametrize("question,topics,shape", [
+    ("what films did [Ridley Scott] direct", ["Ridley Scott"], "what films did [X] direct"),
+    ("Who directed titanic?", ["Titanic"], "Who directed X?"),
+    ("where was the director of [Heat] born", [], "where was the director of [X] born"),
+    ("What did Jo and Jo Jo record?", ["Jo", "Jo Jo"], "What did X and X record?"),  # the longer name first
+    ("Where did Al Albertson live?", ["Al"], "Where did X Albertson live?"),  # whole words only
+])
+def test_a_question_s_shape_blanks_its_topic_entities(question, topics, shape):
+    from kgqa.programs.kgqa import question_shape
+
+    assert question_shape(question, topics) == shape
+
+
+def test_answers_every_topic_entity_reaches_rank_first(tmp_path):
+    # "which city is home to both Lala and Seymour": each reaches cities; only Brooklyn is reached from both
+    kg = _metaqa_kg(tmp_path, ("Lala", "born_in", "New York"), ("Lala", "lived_in", "Brooklyn"),
+                    ("Seymour", "born_in", "Chicago"), ("Seymour", "lived_in", "Brooklyn"))
+    lm = oracle([], topic_kind=lambda i: {"topic_kind": "person", "answer_kind": "city", "hop_targets": ["city (home)"],
+                                          "answer_constraints": []},
+                relations_to_follow=lambda i: {"relations_to_follow": [r for r in ("born_in", "lived_in") if r in i["candidate_relations"]]})
+    pred = ask(kg, lm, "which city is home to [Lala] and [Seymour]")
+    # born_in was chosen first, so New York and Chicago have the better trails; Brooklyn meets both topics
+    assert pred.answers == ["Brooklyn", "Chicago", "New York"]
+    assert pred.paths[0].endswith("-> lived_in -> Brooklyn\n# Answer:\nBrooklyn")
