@@ -8,7 +8,8 @@ from collections.abc import Sequence
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
-from kgqa.programs.kgqa import KGQA, WalkState
+from kgqa.programs.base import WalkState
+from kgqa.programs.kgqa import KGQA
 from kgqa.programs.trace import StopReason, Trace, token_totals
 from kgqa.signatures import AnswerDirectly
 

@@ -25,88 +25,38 @@ decision exists, and a failed or unusable step falls back to embedding similarit
 
 from __future__ import annotations
 
-import functools
 import logging
-import re
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Annotated
 
 import dspy
 import pydantic
-from dspy.utils.exceptions import AdapterParseError
 
 from kgqa.data.examples import question_problem
-from kgqa.kg import Edge, KGError, KnowledgeGraph, Node, Step
-from kgqa.kg.errors import InvalidTermError
-from kgqa.lm.adapter import choices
+from kgqa.kg import Edge, KnowledgeGraph, Node
 from kgqa.programs import render
+from kgqa.programs.base import Candidates, KGProgram, WalkState, question_shape
 from kgqa.programs.config import WalkConfig
 from kgqa.programs.embedder import Embedder
-from kgqa.programs.selection import select
-from kgqa.programs.trace import StopReason, Trace, token_totals
+from kgqa.programs.trace import StopReason
 from kgqa.programs.trails import Hop, Trail
 from kgqa.signatures import Judge, Plan, PruneEntities, PruneRelations, Reflect
 
 log = logging.getLogger(__name__)
-_BRACKETED = re.compile(r"\[([^\[\]]{1,200})\]")
 _LOGGED_RELATIONS, _LOGGED_EDGES = 12, 60  # per hop, in the trace's `walk`
 
-
-@dataclass
-class WalkState:
-    """Everything one question's walk accumulates; its trace is completed at the end."""
-
-    question: str
-    kg: KnowledgeGraph
-    config: WalkConfig
-    topics: list[Node] = field(default_factory=list)
-    hop_targets: list[str] = field(default_factory=list)  # the plan: what each hop reaches
-    conditions: list[str] = field(default_factory=list)  # the plan: what the answer must satisfy
-    seen: dict[str, Trail] = field(default_factory=dict)
-    final: list[Trail] = field(default_factory=list)
-    depth: int = 0
-    dropped: list[str] = field(default_factory=list)
-    budget_hit: bool = False
-    trace: Trace = field(default_factory=Trace)  # the counters, the raw plan, the per-hop log and the stop, as they happen
-
-    @property
-    def topic_ids(self) -> set[str]:
-        return {t.id for t in self.topics}
-
-    def stop(self, reason: StopReason, error: str | None = None) -> None:
-        self.trace.stop_reason = StopReason.LLM_BUDGET if self.budget_hit and not self.final else reason
-        self.trace.error = error
-        log.info("%r stopped: %s after %d hops, %d LLM calls%s", self.question, self.trace.stop_reason.value, self.depth,
-                 self.trace.llm_calls, f" ({error})" if error else "")
+__all__ = ["KGQA", "hop_kind", "question_shape"]
 
 
-@dataclass
-class Candidates:
-    """Nodes reached from one trail through one relation, or a compound one through CVT nodes.
-
-    `members` pairs each node with the hops before its last one: empty, or the hop to the
-    (nameless) CVT node it was reached through. One prune decision covers the whole group.
-    """
-
-    trail: Trail
-    edges: tuple[Edge, ...]
-    members: list[tuple[tuple[Hop, ...], Node]]
-    score: float
-
-
-class KGQA(dspy.Module):
-    """The composed program. `forward(question, topic_entities=None)` returns answers, GCR-style
+class KGQA(KGProgram):
+    """The plan-driven walk. `forward(question, topic_entities=None)` returns answers, GCR-style
     reasoning paths and a trace of what the walk spent and why it stopped."""
 
     def __init__(
         self, kg: KnowledgeGraph | None = None, *, config: WalkConfig | None = None, embedder: Embedder | None = None
     ) -> None:
-        super().__init__()
-        self.kg = kg
-        self.config = config or WalkConfig()
-        self.embedder = embedder or Embedder()
+        super().__init__(kg, config=config, embedder=embedder)
         self.plan = dspy.Predict(Plan)
         self.prune_relations = dspy.Predict(PruneRelations)
         self.prune_entities = dspy.Predict(PruneEntities)
@@ -114,18 +64,6 @@ class KGQA(dspy.Module):
         self.reflect = dspy.Predict(Reflect)
 
     # -- the algorithm -----------------------------------------------------------------------
-
-    def forward(self, question: str, topic_entities: Sequence[str] | None = None) -> dspy.Prediction:
-        if self.kg is None:
-            raise ValueError("KGQA needs a knowledge graph: KGQA(kg) or program.kg = kg")
-        state = WalkState(question=question, kg=self.kg.scoped(), config=self.config)
-        with dspy.track_usage() as usage:
-            try:
-                self._walk(state, topic_entities)
-            except KGError as exc:
-                state.stop(StopReason.KG_ERROR, error=str(exc))
-            answers, paths = self._answer(state)
-        return dspy.Prediction(answers=answers, paths=paths, trace=self._trace(state, usage))
 
     def _walk(self, state: WalkState, topic_entities: Sequence[str] | None) -> None:
         problem = question_problem(state.question)
@@ -165,33 +103,6 @@ class KGQA(dspy.Module):
         state.stop(StopReason.PLAN_DONE)
 
     # -- steps -------------------------------------------------------------------------------
-
-    def _topics(self, state: WalkState, given: Sequence[str] | None) -> tuple[list[Node], str | None]:
-        """Topic entities with their names: the given ids, else labels found in the question."""
-        kg = state.kg
-        if given:
-            ids, labels = [], []
-            for entity in given:
-                try:
-                    kg.profile.entity_iri(entity)
-                    ids.append(entity)
-                except InvalidTermError:
-                    labels.append(entity)
-            names = kg.names(ids) if ids else {}
-            labels += [e for e in ids if e not in names]  # unknown ids may still be labels
-            linked = kg.link(labels) if labels else {}
-            found = {e: names[e] for e in ids if e in names}
-            for label in labels:
-                for entity in linked.get(label, ()):
-                    found.setdefault(entity, label)
-            topics = [Node(e, name=name) for e, name in found.items()]
-            missing = [e for e in given if e not in found and not linked.get(e)]
-            return topics, (f"unknown topic entities: {', '.join(map(repr, missing))}" if not topics else None)
-        spans = _BRACKETED.findall(state.question) or _ngrams(state.question)
-        linked = kg.link(spans)
-        chosen = _longest_matches(state.question, {s: ids for s, ids in linked.items() if ids})
-        topics = [Node(e, name=label) for label in chosen for e in linked[label]]
-        return topics, None if topics else "no entity of the question was found in the KG by its name"
 
     def _plan(self, state: WalkState) -> tuple[list[str], list[str]]:
         """What each hop reaches and what the answer must satisfy; one hop when the plan is unusable."""
@@ -254,47 +165,6 @@ class KGQA(dspy.Module):
     def _hop_target(self, state: WalkState) -> str:
         """What the plan says this hop reaches ('one hop further' past a plan the judge found short)."""
         return state.hop_targets[state.depth - 1] if state.depth <= len(state.hop_targets) else "one hop further"
-
-    def _follow(self, state: WalkState, steps: list[tuple[Trail, Edge, float]], *, more: bool) -> tuple[list[Candidates], dict]:
-        """Neighbours of every chosen step in one query; unnamed (CVT) nodes are stepped through."""
-        fanout = state.kg.follow([Step(t.end.id, e.relation, e.direction) for t, e, _ in steps], relations=more)
-        relations = dict(fanout.around)
-        groups: list[Candidates] = []
-        through: list[tuple[Trail, Edge, float, Node]] = []
-        for trail, edge, score in steps:
-            excluded = trail.behind(edge) | state.topic_ids
-            nodes = [n for n in fanout[Step(trail.end.id, edge.relation, edge.direction)] if n.literal or n.id not in excluded]
-            if state.kg.profile.step_through_unnamed:
-                through += [(trail, edge, score, n) for n in nodes if not n.literal and not n.name]
-                nodes = [n for n in nodes if n.literal or n.name]
-            if nodes:
-                groups.append(Candidates(trail, (edge,), [((), n) for n in nodes], score))
-        if through:
-            groups += self._step_through(state, through, relations, more=more)
-        return groups, relations
-
-    def _step_through(self, state: WalkState, through: list, relations: dict, *, more: bool) -> list[Candidates]:
-        """Follow every onward relation of unnamed (CVT) nodes but the one back, in one query."""
-        missing = sorted({cvt.id for *_, cvt in through} - set(relations))
-        if missing:
-            relations.update(state.kg.relations(missing).items)
-
-        def onward(edge: Edge, cvt: Node) -> list[Edge]:
-            return [e for e in relations.get(cvt.id, ()) if e != edge.reversed]
-
-        steps = [Step(cvt.id, e.relation, e.direction) for _, edge, _, cvt in through for e in onward(edge, cvt)]
-        fanout = state.kg.follow(steps, relations=more)
-        relations.update(fanout.around)
-        groups: dict[tuple, Candidates] = {}
-        for trail, edge, score, cvt in through:
-            excluded = trail.behind(edge) | {cvt.id} | state.topic_ids
-            for e in onward(edge, cvt):
-                nodes = [n for n in fanout[Step(cvt.id, e.relation, e.direction)] if n.literal or n.id not in excluded]
-                if nodes:
-                    prefix = (Hop(edge.relation, edge.direction, cvt),)
-                    group = groups.setdefault((trail, edge, e), Candidates(trail, (edge, e), [], score))
-                    group.members += [(prefix, n) for n in nodes]
-        return list(groups.values())
 
     def _prune_compounds(self, state: WalkState, groups: list[Candidates]) -> list[Candidates]:
         """Through a nameless (CVT) node a chosen relation fans out into several compound ones
@@ -428,85 +298,6 @@ class KGQA(dspy.Module):
         paths = [render.gcr_path(t, render.node_label(t.end)) for t in shown]
         return ranked[: state.config.max_answers], paths
 
-    # -- plumbing ----------------------------------------------------------------------------
-
-    def _pick(
-        self,
-        state: WalkState,
-        predictor: dspy.Predict,
-        *,
-        offered: str,
-        chosen: str,
-        candidates: list[str],
-        limit: int,
-        query: str,
-        **inputs,
-    ) -> list[tuple[str, float]]:
-        """Ranked (candidate, score) choices: no call for 0 or 1 candidate, a similarity cut above
-        `max_candidates`, the model's checked choice, and similarity when the model gives nothing usable.
-        An empty choice is respected; unusable output (a failed call, nothing valid) falls back.
-        `offered` and `chosen` name the predictor's candidate input and choice output."""
-        if len(candidates) <= 1:
-            return [(c, 1.0) for c in candidates]
-        if len(candidates) > state.config.max_candidates:
-            candidates = self.embedder.top(query, candidates, state.config.max_candidates)
-        signature = predictor.signature.with_updated_fields(chosen, type_=choices(candidates, at_most=limit))
-        out = self._call(state, predictor, signature=signature, **inputs, **{offered: candidates})
-        outputs = getattr(out, chosen, None) if out is not None else None
-        if outputs == []:  # the model's answer is "none of these"
-            return []
-        selection = select(outputs if isinstance(outputs, list) else [], candidates, cutoff=state.config.snap_cutoff, limit=limit)
-        state.dropped += selection.dropped
-        if selection.kept:
-            return [(c, 1.0 / (1 + rank)) for rank, c in enumerate(selection.kept)]
-        state.trace.fallbacks += 1  # the call failed, or nothing it chose was a candidate
-        return [(c, 0.5 / (1 + rank)) for rank, c in enumerate(self.embedder.top(query, candidates, limit))]
-
-    def _call(self, state: WalkState, predictor: dspy.Predict, **inputs) -> dspy.Prediction | None:
-        """One LLM call within the budget; a failure (parse error, LM error) is counted, not raised."""
-        if state.trace.llm_calls >= state.config.max_llm_calls:
-            state.budget_hit = True
-            return None
-        state.trace.llm_calls += 1
-        try:
-            return predictor(**inputs, demos=self._shown_demos(predictor, state))
-        except AdapterParseError as exc:  # the LM answered, but not in the signature's shape
-            log.info("%s: unparseable reply: %s", predictor.signature.__name__, str(exc)[:200])
-            state.trace.parse_failures += 1
-            failure = exc
-        except Exception as exc:  # the LM did not answer (connection, timeout, engine): the walk falls back and goes on
-            log.warning("LM call failed: %s: %s", type(exc).__name__, str(exc)[:200])
-            state.trace.llm_failures += 1
-            failure = exc
-        state.dropped.append(f"{type(failure).__name__}: {str(failure)[:200]}")
-        return None
-
-    def _shown_demos(self, predictor: dspy.Predict, state: WalkState) -> list:
-        """The predictor's demos, or, when it holds more than `demos_per_call`, the ones whose
-        questions are nearest this one in shape (topic entities blanked out, so "who directed
-        [Heat]" is near "who directed [Alien]", not near "who starred in [Heat]"), nearest last,
-        next to the question."""
-        pool, k = predictor.demos, self.config.demos_per_call
-        if len(pool) <= k:
-            return pool
-        shape = question_shape(state.question, [t.label for t in state.topics])
-        shapes = [_demo_shape(str(demo.get("question", "")), str(demo.get("topic", ""))) for demo in pool]
-        nearest = self.embedder.rank(shape, shapes)[:k]
-        return [pool[i] for i in reversed(nearest)]
-
-    def _trace(self, state: WalkState, usage) -> Trace:
-        """The state's trace, completed with what is read off the walk at its end."""
-        trace, best = state.trace, (state.final[0] if state.final else None)
-        trace.input_tokens, trace.output_tokens = token_totals(usage)
-        trace.sparql_queries, trace.kg_seconds = state.kg.stats.queries, round(state.kg.stats.seconds, 4)
-        trace.depth, trace.planned_hops = state.depth, len(state.hop_targets)
-        trace.plan, trace.conditions = state.hop_targets, state.conditions
-        trace.hops_walked = best.steps if best else 0
-        trace.relation_path = [[h.relation, h.direction.value] for h in best.hops] if best else []
-        trace.topic_entities, trace.topic_names = [t.id for t in state.topics], [t.label for t in state.topics]
-        trace.dropped_selections, trace.dropped_examples = len(state.dropped), state.dropped[:10]
-        return trace
-
 
 def hop_kind(target: str) -> str:
     """The kind a plan's hop names (hops are written `kind (relation words)`): "movie (directed by)" -> "movie"."""
@@ -536,22 +327,6 @@ def _end_at_answer(targets: list[str], kind: object) -> list[str]:
     return targets[: hits[-1] + 1] if hits else targets
 
 
-def question_shape(question: str, topics: Sequence[str]) -> str:
-    """The question with its topic entities blanked out, as demos are matched to it: each topic name
-    and each bracketed span becomes "X"/"[X]" ("what films did [Ridley Scott] direct" -> "what films
-    did [X] direct")."""
-    for name in sorted({n.strip() for n in topics if len(n.strip()) > 1}, key=len, reverse=True):
-        question = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", "X", question, flags=re.IGNORECASE)
-    return _BRACKETED.sub("[X]", question)
-
-
-@functools.lru_cache(maxsize=100_000)
-def _demo_shape(question: str, topic: str) -> str:
-    """A demo's question shape, its topic names (joined by ", ") blanked out. Cached: a pool of
-    1,500 demos is matched against every question, and shaping it anew took ~0.1 s a call."""
-    return question_shape(question, topic.split(", "))
-
-
 def _clear(ranked: list[str], scores: dict[str, float], config: WalkConfig) -> bool:
     """The best candidate is similar enough to the target, and far enough ahead of the next."""
     if len(ranked) < 2:
@@ -562,19 +337,3 @@ def _clear(ranked: list[str], scores: dict[str, float], config: WalkConfig) -> b
 
 def _at_most(annotation, n: int):
     return Annotated[annotation, pydantic.Field(min_length=1, max_length=n)]
-
-
-def _ngrams(question: str, longest: int = 6) -> list[str]:
-    words = re.findall(r"[\w'.,:&-]+", question)
-    words = [w.strip(".,:?") or w for w in words]
-    grams = {" ".join(words[i : i + n]) for n in range(1, longest + 1) for i in range(len(words) - n + 1)}
-    return sorted(g for g in grams if g.strip())
-
-
-def _longest_matches(question: str, linked: dict[str, tuple[str, ...]]) -> list[str]:
-    """Linked spans, longest first, skipping spans inside an already chosen one."""
-    chosen: list[str] = []
-    for span in sorted(linked, key=lambda s: (-len(s), s)):
-        if not any(span.lower() in c.lower() for c in chosen):
-            chosen.append(span)
-    return chosen
