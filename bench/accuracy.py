@@ -9,13 +9,17 @@ graph) and Hits@1 per `compositionality_type`. Answered by:
 - llm-only: the LM from its own knowledge (no KG);
 - floor: no LM, every choice by embedding similarity, walked to the question's hop count on
   MetaQA (a floor told the depth), 2 hops on CWQ-mini;
-- uncompiled: the program as written;
-- bootstrap, bootstrap-rs, mipro, mipro-light: the program compiled on a disjoint seeded sample
+- uncompiled: the program as written (the plan-driven walk, `KGQA`);
+- paths: `PathKGQA` as written: every path of up to 2 hops (CWQ-mini; 3 on MetaQA) from the
+  topic entities, ranked, and one LLM choice of the answer among the first 10;
+- bootstrap, bootstrap-rs, mipro, mipro-light, paths-bootstrap: the program compiled on a disjoint seeded sample
   of dev questions (`--train`, default 1,500 on MetaQA, a third per hop, 600 `cwq_mini_dev` rows on
   CWQ-mini) with intermediate labels: the gold relation paths (MetaQA's question types, CWQ's
   RoG `ground_paths`, never shown at answer time) drive the teacher that writes the demos and the
   plan step's pool of gold plans, and `walk_metric` scores answers, paths and depths.
-  `bootstrap-rs` holds out 15 of them to score 5 candidate programs.
+  `bootstrap-rs` holds out 15 of them to score 5 candidate programs. `paths-bootstrap`'s labels
+  are the gold answers: its answer step's demos are the compile questions whose gold answer is
+  among the candidates it shows, with that answer chosen.
 Per system and sample: Hits@1, Hit@any, F1, LLM calls, input and output tokens, SPARQL queries,
 mean and median seconds per question, and how many wrong answers stopped before, at and past the
 gold depth. Writes `table.md`, `accuracy_vs_tokens.png`, the compiled programs (their
@@ -53,7 +57,7 @@ from kgqa.evaluate.runner import Summary, evaluate, read_records, summarize  # n
 from kgqa.kg import EmbeddedStore, KnowledgeGraph  # noqa: E402
 from kgqa.kg.profiles import ROG  # noqa: E402
 from kgqa.optimizers.teleprompters import Budget, compile_program  # noqa: E402
-from kgqa.programs import KGQA, WalkConfig  # noqa: E402
+from kgqa.programs import KGQA, PathKGQA, WalkConfig  # noqa: E402
 from kgqa.programs.baselines import LLMOnly, SimilarityWalk  # noqa: E402
 from kgqa.programs.saving import load_program, save_program  # noqa: E402
 from kgqa.programs.trace import Trace  # noqa: E402
@@ -62,13 +66,14 @@ SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 METAQA = SHARED / "metaqa"
 CWQ_MINI = SHARED / "cwq_mini"
 DATASETS = ("metaqa", "cwq-mini")
-SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap", "bootstrap-rs", "mipro", "mipro-light")
+SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap", "bootstrap-rs", "mipro", "mipro-light", "paths", "paths-bootstrap")
 DEFAULT_SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap")
 BUDGETS = {
     "bootstrap": Budget(demos=3, plan_demos=500),
     "bootstrap-rs": Budget(demos=3, plan_demos=500, candidates=2),  # 5 programs scored: zero-shot, labeled, unshuffled, 2 shuffles
     "mipro": Budget(demos=2, candidates=3, trials=5),
     "mipro-light": Budget(demos=2),
+    "paths-bootstrap": Budget(demos=2, plan_demos=500),  # plan_demos: the answer step's pool of gold choices
 }
 VALIDATION = {"bootstrap-rs": 15, "mipro": 4, "mipro-light": 4}  # compile questions held out to score candidates
 TRAIN = {"metaqa": 1500, "cwq-mini": 600}  # compile questions: the plan step's pool of gold plans grows with them
@@ -88,6 +93,12 @@ class Bench:
 
     def floor_depth(self, sample: str) -> int:
         return int(sample.removesuffix("hop")) if sample.endswith("hop") else CWQ_FLOOR_DEPTH
+
+    def paths_config(self, walk: WalkConfig) -> WalkConfig:
+        """The walk of `PathKGQA` here: paths of up to 2 hops on CWQ-mini (the floor's depth), the
+        walk's depth on MetaQA; 2 demos shown per call."""
+        depth = CWQ_FLOOR_DEPTH if self.dataset == "cwq-mini" else walk.depth
+        return WalkConfig(**{**walk.to_dict(), "depth": depth, "demos_per_call": 2})
 
 
 def metaqa_samples(per_hop: int, train: int, seed: int, metaqa: Path):
@@ -145,12 +156,18 @@ def build(system: str, bench: Bench, out: Path, walk: WalkConfig, sample: str):
         return SimilarityWalk(bench.kg, config=WalkConfig(**{**walk.to_dict(), "depth": bench.floor_depth(sample)}))
     if system == "uncompiled":
         return KGQA(bench.kg, config=walk)
+    if system == "paths":
+        return PathKGQA(bench.kg, config=bench.paths_config(walk))
+    if system.startswith("paths-"):
+        program, optimizer = PathKGQA(bench.kg, config=bench.paths_config(walk)), system.removeprefix("paths-")
+    else:
+        program, optimizer = KGQA(bench.kg, config=walk), system
     directory = out / f"program-{system}"
     if not (directory / "program.json").exists():  # compile once, reuse across samples and reruns
         held = VALIDATION.get(system, 0)
         train, val = (bench.train[:-held], bench.train[-held:]) if held else (bench.train, None)
         start = time.perf_counter()
-        compiled = compile_program(KGQA(bench.kg, config=walk), system, trainset=train, valset=val, budget=BUDGETS[system])
+        compiled = compile_program(program, optimizer, trainset=train, valset=val, budget=BUDGETS[system])
         minutes = (time.perf_counter() - start) / 60
         save_program(compiled, directory, settings={"kg": bench.dataset, "optimizer": system, "train": len(train),
                                                      "valset": len(val or []), "compile_minutes": round(minutes, 1)})

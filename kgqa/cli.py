@@ -18,6 +18,7 @@ from kgqa.data.kb import FORMATS  # noqa: E402
 from kgqa.errors import KGQAError, user_paths  # noqa: E402
 from kgqa.kg.profiles import PROFILES  # noqa: E402
 from kgqa.optimizers.teleprompters import TELEPROMPTERS, Budget  # noqa: E402
+from kgqa.programs import STRATEGIES  # noqa: E402
 from kgqa.programs.config import WalkConfig  # noqa: E402
 
 
@@ -85,7 +86,7 @@ def _compile(args: argparse.Namespace) -> int:
                 "train": args.train, "dev": args.dev}
     summaries = compile_to_dir(
         kg=kg, trainset=trainset, devset=devset, optimizer=args.optimizer, out=args.out, settings=settings,
-        walk=_walk_config(args), budget=Budget(demos=args.demos, candidates=args.candidates, trials=args.trials, seed=args.seed, threads=args.threads),
+        walk=_walk_config(args), strategy=args.strategy, budget=Budget(demos=args.demos, candidates=args.candidates, trials=args.trials, seed=args.seed, threads=args.threads),
         teacher=teacher, reflection=reflection, tracking_uri=args.tracking_uri, experiment=args.experiment,
         threads=args.threads, progress=not args.quiet, register=args.register,
     )
@@ -230,6 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--dev", help="data spec measured before and after compiling")
     comp.add_argument("--kg", required=True, help="demo, embedded:DIR, metaqa:PATH/kb.txt, ntriples:PATH or an endpoint URL")
     comp.add_argument("--profile", choices=profiles)
+    comp.add_argument("--strategy", default="plan", choices=STRATEGIES,
+                      help="the program: plan (plan the hops, then walk them; default) or paths (retrieve every short path, "
+                           "then choose the answer: for Freebase-shaped graphs)")
     comp.add_argument("--optimizer", default="bootstrap", choices=TELEPROMPTERS, help="teleprompter (default bootstrap)")
     comp.add_argument("--teacher-lm", help="LM that bootstraps demos / proposes instructions (default: --lm)")
     comp.add_argument("--reflection-lm", help="LM for GEPA's reflection")

@@ -110,7 +110,9 @@ def planned_hops(example: dspy.Example, kg: KnowledgeGraph | None, path: Sequenc
 
 
 def labeled_teacher(examples: Sequence[dspy.Example], *, kg: KnowledgeGraph | None = None) -> dspy.LM | None:
-    """A scripted LM that plans and chooses relations from the examples' gold paths (None if none has one)."""
+    """A scripted LM that plans and chooses relations from the examples' gold paths, and chooses
+    their gold answers among candidate answers (None if no example has a gold path)."""
+    answers = {ex.question: list(ex.answers) for ex in examples}
     paths = {ex.question: teacher_path(ex, kg) for ex in examples}
     gold = {ex.question: (planned_hops(ex, kg, paths[ex.question]), _gold_labels(paths[ex.question]))
             for ex in examples if paths[ex.question]}
@@ -140,7 +142,32 @@ def labeled_teacher(examples: Sequence[dspy.Example], *, kg: KnowledgeGraph | No
         "entities_to_keep": lambda i: {"entities_to_keep": i["candidate_entities"]},
         "reached_answer": lambda i: {"reached_answer": True},
         "entities_to_resume": lambda i: {"entities_to_resume": []},
+        "chosen_answer": lambda i: {"chosen_answer": _gold_among(i["candidate_paths"], answers.get(i["question"], []))},
     })
+
+
+def _gold_among(paths: Sequence[str], answers: Sequence[str]) -> list[str]:
+    """The first candidate answer (the end of a candidate path) that is a gold answer."""
+    ends = [path.rsplit(" -> ", 1)[-1] for path in paths]
+    return [end for end in ends if any(same_answer(end, gold) for gold in answers)][:1]
+
+
+def choice_demos(program, examples: Sequence[dspy.Example], *, limit: int) -> list[dspy.Example]:
+    """Gold choices as demos of the answer step of a `PathKGQA` program: for each example (up to
+    `limit` demos) whose gold answer is among the candidates the program shows (no LLM call), the
+    question, those candidates' paths and the gold one chosen. Questions whose gold answer the
+    retrieval misses make no demo."""
+    demos = []
+    for ex in examples:
+        if len(demos) >= limit:
+            break
+        shown = program.candidates(ex.question, list(ex.topic_entities) or None)
+        gold = [c.label for c in shown if any(same_answer(c.label, answer) for answer in ex.answers)][:1]
+        if gold and len(shown) > 1:
+            topic = ", ".join(getattr(ex, "topic_names", None) or ex.topic_entities)
+            demos.append(dspy.Example(question=ex.question, topic=topic, candidate_paths=[c.path for c in shown],
+                                      chosen_answer=gold).with_inputs("question", "candidate_paths"))
+    return demos
 
 
 def interleave_depths(examples: Sequence[dspy.Example]) -> list[dspy.Example]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import dspy
 
 from kgqa.evaluate.metrics import feedback, walk_metric
-from kgqa.optimizers.labels import interleave_depths, labeled_teacher, plan_demos
+from kgqa.optimizers.labels import choice_demos, interleave_depths, labeled_teacher, plan_demos
 
 
 @dataclass(frozen=True)
@@ -159,4 +159,8 @@ def compile_program(
         # Counting hops is what a small planner gets wrong, and a random search draws demo sets that
         # may show no 1-hop plan at all: the plan step gets a pool of gold plans of every length instead.
         compiled.plan.demos = plan_demos(trainset, per_depth=budget.plan_demos, kg=kg)
+    if spec.labeled and budget.plan_demos and hasattr(compiled, "choose_answer"):
+        # Likewise the answer step, labeled by the gold answers: a pool of gold choices, each
+        # question shown the nearest in shape.
+        compiled.choose_answer.demos = choice_demos(compiled, trainset, limit=budget.plan_demos)
     return compiled

@@ -25,6 +25,7 @@ class WalkConfig:
     clear_similarity, clear_margin: a relation whose similarity to the hop's target is at least
         clear_similarity, and ahead of the next by clear_margin ("actor" -> starred_actors), is taken
         without asking the model; 1.0 asks the model always.
+    choices_shown: candidate answers shown to the answer step of `PathKGQA` (best ranked first).
     max_llm_calls: hard cap on LLM calls for one question.
     demos_per_call: demos shown in one call at most; a step compiled with more (a pool of gold plans)
         shows the ones whose questions are nearest the question asked.
@@ -44,6 +45,7 @@ class WalkConfig:
     max_candidates: int = 70
     clear_similarity: float = 0.55
     clear_margin: float = 0.08
+    choices_shown: int = 10
     max_llm_calls: int = 12
     demos_per_call: int = 4
     snap_cutoff: float = 0.85

@@ -22,6 +22,23 @@ def relation_words(label: str) -> str:
     return label.replace("_", " ").replace(".", " ")
 
 
+def relation_phrase(relation: str) -> str:
+    """A relation id as a short phrase: its last two dotted parts in words ('people.person.place_of_birth'
+    -> 'person place of birth', 'directed_by' -> 'directed by')."""
+    return " ".join(relation.split(".")[-2:]).replace("_", " ")
+
+
+def plain_path(trail: Trail) -> str:
+    """A trail as names and relation phrases, nameless (CVT) nodes and directions left out:
+    'Lou Seal -> mascot team -> San Francisco Giants -> championship event champion -> 2014 World Series'."""
+    parts = [node_label(trail.topic)]
+    for hop in trail.hops:
+        parts.append(relation_phrase(hop.relation))
+        if hop.node.literal or hop.node.name:
+            parts.append(node_label(hop.node))
+    return " -> ".join(parts)
+
+
 def node_label(node: Node) -> str:
     return node.label
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from kgqa.errors import KGQAError
 from kgqa.kg import KnowledgeGraph
+from kgqa.programs.base import KGProgram
 from kgqa.programs.config import WalkConfig
-from kgqa.programs.kgqa import KGQA
 
 PROGRAM_FILE, CONFIG_FILE = "program.json", "config.json"
 MAX_FILE_BYTES = 50_000_000
@@ -35,11 +35,13 @@ def versions() -> dict[str, str]:
     return found
 
 
-def save_program(program: KGQA, directory: str | Path, *, settings: dict) -> Path:
+def save_program(program: KGProgram, directory: str | Path, *, settings: dict) -> Path:
+    from kgqa.programs import strategy_name
+
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     program.save(str(directory / PROGRAM_FILE))
-    saved = {**settings, "walk": program.config.to_dict(), "versions": versions()}
+    saved = {**settings, "strategy": strategy_name(program), "walk": program.config.to_dict(), "versions": versions()}
     (directory / CONFIG_FILE).write_text(json.dumps(saved, indent=2, default=str) + "\n")
     return directory
 
@@ -55,19 +57,26 @@ def read_settings(directory: str | Path) -> dict:
     return settings
 
 
-def load_program(directory: str | Path, kg: KnowledgeGraph, *, settings: dict | None = None) -> KGQA:
+def load_program(directory: str | Path, kg: KnowledgeGraph, *, settings: dict | None = None) -> KGProgram:
+    """The program saved in `directory`, of the strategy its settings name (`strategy`: `plan`, the
+    default of programs saved before there were two, or `paths`), on `kg`."""
+    from kgqa.programs import STRATEGIES
+
     directory = Path(directory)
     settings = settings if settings is not None else read_settings(directory)
     path = directory / PROGRAM_FILE
     if not path.is_file():
         raise ProgramFileError(f"no {PROGRAM_FILE} in {directory}")
+    kind = settings.get("strategy", "plan")
+    if kind not in STRATEGIES:
+        raise ProgramFileError(f"{directory / CONFIG_FILE}: unknown strategy {kind!r}; kgqa has {', '.join(STRATEGIES)}")
     state = _read_json(path)  # its steps first: a program of an older walk also has older walk settings
-    check_state(state, expected={name for name, _ in KGQA(kg).named_predictors()}, source=path)
+    check_state(state, expected={name for name, _ in STRATEGIES[kind](kg).named_predictors()}, source=path)
     try:
         walk = WalkConfig(**settings.get("walk", {}))
     except (TypeError, ValueError) as exc:
         raise ProgramFileError(f"{directory / CONFIG_FILE}: bad walk settings: {exc}") from None
-    program = KGQA(kg, config=walk)
+    program = STRATEGIES[kind](kg, config=walk)
     try:
         program.load(str(path))
     except Exception as exc:  # DSPy raises many kinds on a state that does not fit

@@ -22,6 +22,7 @@ class StopReason(str, enum.Enum):
     KG_ERROR = "kg_error"  # the knowledge graph failed (endpoint down, query rejected)
     NO_TOPIC_ENTITY = "no_topic_entity"  # no topic entity was given or found in the KG
     BAD_QUESTION = "bad_question"  # empty, not text, or too long
+    CHOSEN = "chosen"  # (path choice) the answer was chosen among the candidates the paths reached
     ANSWERED = "answered"  # (LLM-only) the model gave answers
     NO_ANSWER = "no_answer"  # (LLM-only) the model gave none
     # written by the walk before the plan-driven one (an open sufficiency check at every depth); read from old records

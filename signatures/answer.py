@@ -1,4 +1,5 @@
-"""Answering: whether the planned walk reached what the question asks for, and the LLM-only baseline."""
+"""Answering: whether the planned walk reached what the question asks for, the answer chosen among
+the ends of retrieved paths (GCR's path answer extraction), and the LLM-only baseline."""
 
 import dspy
 
@@ -14,6 +15,18 @@ class Judge(dspy.Signature):
     reasoning_path: str = dspy.InputField(desc="one path the walk took: entity -> relation -> entity ...")
     reached_entities: list[str] = dspy.InputField(desc="some of the entities the walk ended on")
     reached_answer: bool = dspy.OutputField(desc="true if these entities answer the question")
+
+
+class ChooseAnswer(dspy.Signature):
+    """Answer the question with one of the candidates that paths through a knowledge graph reached.
+
+    Each candidate path starts at an entity the question names, follows relations and ends at a
+    candidate answer. Choose the answer whose path says what the question asks, and that meets
+    every condition the question sets: a second entity, a date, the kind of thing asked for."""
+
+    question: str = dspy.InputField()
+    candidate_paths: list[str] = dspy.InputField(desc="entity -> relation -> ... -> candidate answer")
+    chosen_answer: list[str] = dspy.OutputField(desc="the candidate answer chosen")
 
 
 class AnswerDirectly(dspy.Signature):
