@@ -79,6 +79,11 @@ class PathKGQA(KGProgram):
         same_chain = sorted((t for t in trails if _chain(t) == _chain(chosen.trail) and t.end != chosen.trail.end
                              and render.node_label(t.end) in rank), key=lambda t: rank[render.node_label(t.end)])
         state.final = [chosen.trail, *same_chain]
+        kept = {render.node_label(t.end) for t in state.final}
+        shown = candidates[: state.config.choices_shown]
+        state.trace.walk.append({"depth": 1, "target": "the answer", "offered": [c.path for c in shown], "chosen": [chosen.path],
+                                 "edges": [[render.node_label(c.trail.topic), render.compound_label([h.edge for h in c.trail.hops]),
+                                            c.label, c.label in kept] for c in shown]})
         state.stop(StopReason.CHOSEN)
 
     def candidates(self, question: str, topic_entities: Sequence[str] | None = None) -> list[Candidate]:

@@ -60,6 +60,9 @@ def test_the_model_chooses_among_answers_shown_with_their_paths_through_cvt_node
     assert len(shown) <= WalkConfig().choices_shown
     assert pred.trace.relation_path == [["film.film.starring", "out"], ["film.performance.actor", "out"]]
     assert "-> film.performance.actor -> Kate Winslet" in pred.paths[0]
+    (logged,) = pred.trace.walk  # what the picture of the walk draws: the candidates shown, the choice kept
+    assert logged["offered"] == shown and logged["chosen"] == ["Titanic -> film starring -> performance actor -> Kate Winslet"]
+    assert ["Titanic", "film.film.starring -> film.performance.actor", "Kate Winslet", True] in logged["edges"]
 
 
 def test_an_answer_the_model_invents_falls_back_to_the_best_ranked_candidate(kg, ids):
