@@ -91,9 +91,7 @@ class KGProgram(dspy.Module):
         self.embedder = embedder or Embedder()
 
     def forward(self, question: str, topic_entities: Sequence[str] | None = None) -> dspy.Prediction:
-        if self.kg is None:
-            raise ValueError(f"{type(self).__name__} needs a knowledge graph: {type(self).__name__}(kg) or program.kg = kg")
-        state = WalkState(question=question, kg=self.kg.scoped(), config=self.config)
+        state = self._new_state(question)
         with dspy.track_usage() as usage:
             try:
                 self._walk(state, topic_entities)
@@ -101,6 +99,12 @@ class KGProgram(dspy.Module):
                 state.stop(StopReason.KG_ERROR, error=str(exc))
             answers, paths = self._answer(state)
         return dspy.Prediction(answers=answers, paths=paths, trace=self._trace(state, usage))
+
+    def _new_state(self, question: str) -> WalkState:
+        """A question's walk state, on a view of the graph that counts its queries."""
+        if self.kg is None:
+            raise ValueError(f"{type(self).__name__} needs a knowledge graph: {type(self).__name__}(kg) or program.kg = kg")
+        return WalkState(question=question, kg=self.kg.scoped(), config=self.config)
 
     def _walk(self, state: WalkState, topic_entities: Sequence[str] | None) -> None:
         """Walk the graph for `state.question`, filling the state; stop it with a reason."""
@@ -202,17 +206,28 @@ class KGProgram(dspy.Module):
             return [(c, 1.0) for c in candidates]
         if len(candidates) > state.config.max_candidates:
             candidates = self.embedder.top(query, candidates, state.config.max_candidates)
+        kept = self._checked_choice(state, predictor, chosen=chosen, candidates=candidates, limit=limit,
+                                    **inputs, **{offered: candidates})
+        if kept is not None:  # the model's choice, "none of these" included
+            return [(c, 1.0 / (1 + rank)) for rank, c in enumerate(kept)]
+        state.trace.fallbacks += 1  # the call failed, or nothing it chose was a candidate
+        return [(c, 0.5 / (1 + rank)) for rank, c in enumerate(self.embedder.top(query, candidates, limit))]
+
+    def _checked_choice(
+        self, state: WalkState, predictor: dspy.Predict, *, chosen: str, candidates: list[str], limit: int, **inputs
+    ) -> list[str] | None:
+        """One call whose `chosen` output is typed as at most `limit` of `candidates`, its choice
+        checked against them (near misses snapped, the rest counted as dropped): the candidates
+        kept, [] when the model chose none, None when its output is unusable (a failed call,
+        nothing valid). `inputs` are the predictor's inputs, however they show the candidates."""
         signature = predictor.signature.with_updated_fields(chosen, type_=choices(candidates, at_most=limit))
-        out = self._call(state, predictor, signature=signature, **inputs, **{offered: candidates})
+        out = self._call(state, predictor, signature=signature, **inputs)
         outputs = getattr(out, chosen, None) if out is not None else None
         if outputs == []:  # the model's answer is "none of these"
             return []
         selection = select(outputs if isinstance(outputs, list) else [], candidates, cutoff=state.config.snap_cutoff, limit=limit)
         state.dropped += selection.dropped
-        if selection.kept:
-            return [(c, 1.0 / (1 + rank)) for rank, c in enumerate(selection.kept)]
-        state.trace.fallbacks += 1  # the call failed, or nothing it chose was a candidate
-        return [(c, 0.5 / (1 + rank)) for rank, c in enumerate(self.embedder.top(query, candidates, limit))]
+        return selection.kept or None
 
     def _call(self, state: WalkState, predictor: dspy.Predict, **inputs) -> dspy.Prediction | None:
         """One LLM call within the budget; a failure (parse error, LM error) is counted, not raised."""

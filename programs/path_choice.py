@@ -16,7 +16,6 @@ is left; similarity's first candidate when the call fails.
 
 from __future__ import annotations
 
-import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,17 +24,14 @@ import dspy
 
 from kgqa.data.examples import question_problem
 from kgqa.kg import KnowledgeGraph
-from kgqa.lm.adapter import choices
 from kgqa.programs import render
 from kgqa.programs.base import KGProgram, WalkState
 from kgqa.programs.config import WalkConfig
 from kgqa.programs.embedder import Embedder
-from kgqa.programs.selection import select
 from kgqa.programs.trace import StopReason
 from kgqa.programs.trails import Hop, Trail
 from kgqa.signatures import ChooseAnswer
 
-log = logging.getLogger(__name__)
 _PAIRS_PER_CHAIN = 30  # ends of one relation chain scored with their names
 
 
@@ -74,13 +70,13 @@ class PathKGQA(KGProgram):
         candidates = self._rank(state, trails)
         if not candidates:
             return state.stop(StopReason.DEAD_END)
-        chosen = self._choose(state, candidates)
+        shown = candidates[: state.config.choices_shown]
+        chosen = self._choose(state, shown)
         rank = {c.label: i for i, c in enumerate(candidates)}
         same_chain = sorted((t for t in trails if _chain(t) == _chain(chosen.trail) and t.end != chosen.trail.end
                              and render.node_label(t.end) in rank), key=lambda t: rank[render.node_label(t.end)])
         state.final = [chosen.trail, *same_chain]
         kept = {render.node_label(t.end) for t in state.final}
-        shown = candidates[: state.config.choices_shown]
         state.trace.walk.append({"depth": 1, "target": "the answer", "offered": [c.path for c in shown], "chosen": [chosen.path],
                                  "edges": [[render.node_label(c.trail.topic), render.compound_label([h.edge for h in c.trail.hops]),
                                             c.label, c.label in kept] for c in shown]})
@@ -89,9 +85,7 @@ class PathKGQA(KGProgram):
     def candidates(self, question: str, topic_entities: Sequence[str] | None = None) -> list[Candidate]:
         """The candidates the model would be shown for `question`, best first (no LLM call): what
         compiling labels with the gold answers."""
-        if self.kg is None:
-            raise ValueError("PathKGQA needs a knowledge graph: PathKGQA(kg) or program.kg = kg")
-        state = WalkState(question=question, kg=self.kg.scoped(), config=self.config)
+        state = self._new_state(question)
         return self._rank(state, self._retrieve(state, topic_entities))[: self.config.choices_shown]
 
     # -- steps -------------------------------------------------------------------------------
@@ -167,23 +161,19 @@ class PathKGQA(KGProgram):
         ranked = sorted(best, key=lambda label: (-len(topics[label]), -best[label][0], label))
         return [Candidate(label, best[label][1], best[label][0], len(topics[label])) for label in ranked]
 
-    def _choose(self, state: WalkState, candidates: list[Candidate]) -> Candidate:
-        """The answer step: one constrained choice among the first `choices_shown` candidates; the
-        first of them when there is one, or when the call fails or names no candidate."""
-        shown = candidates[: state.config.choices_shown]
+    def _choose(self, state: WalkState, shown: list[Candidate]) -> Candidate:
+        """The answer step: one constrained choice among the candidates shown (the first
+        `choices_shown`); the first of them when there is one, or when the model chooses none, its
+        call fails or it names no candidate."""
         if len(shown) == 1:
             return shown[0]
         labels = [c.label for c in shown]
-        signature = self.choose_answer.signature.with_updated_fields("chosen_answer", type_=choices(labels, at_most=1))
-        out = self._call(state, self.choose_answer, signature=signature, question=state.question,
-                         candidate_paths=[c.path for c in shown])
-        outputs = getattr(out, "chosen_answer", None) if out is not None else None
-        selection = select(outputs if isinstance(outputs, list) else [], labels, cutoff=state.config.snap_cutoff, limit=1)
-        state.dropped += selection.dropped
-        if not selection.kept:
+        kept = self._checked_choice(state, self.choose_answer, chosen="chosen_answer", candidates=labels, limit=1,
+                                    question=state.question, candidate_paths=[c.path for c in shown])
+        if not kept:
             state.trace.fallbacks += 1
             return shown[0]
-        return shown[labels.index(selection.kept[0])]
+        return shown[labels.index(kept[0])]
 
     def _answer(self, state: WalkState) -> tuple[list[str], list[str]]:
         """The chosen answer, then the other ends of its relation chain from the same topic entity."""
