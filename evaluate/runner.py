@@ -4,6 +4,10 @@ Not `dspy.Evaluate`: that one resubmits stragglers after 120 s, stops after 10 e
 results in memory. Here every finished question is on disk (one `write` + fsync per record),
 a rerun skips the ids already there (a line cut short by a crash is dropped and redone), and
 an exception in one question becomes that question's record.
+
+An LM that does not answer is not a wrong answer: such a question's record carries the error
+(`StopReason.LM_ERROR`) and a rerun asks it again. When `stop_after` questions in a row end that
+way, the LM is down: the run stops (`LMDown`), with every record so far kept.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pathlib import Path
 import dspy
 
 from kgqa.evaluate.metrics import example_scores
+from kgqa.lm.errors import LMUnavailable
 from kgqa.programs.trace import Trace
 
 log = logging.getLogger(__name__)
@@ -41,6 +46,10 @@ class Summary:
     seconds: float
     errors: int
     seconds_median: float = 0.0
+    lm_errors: int = 0  # questions the LM did not answer (down, timed out): no answer, resumed by a rerun
+    llm_failures: float = 0.0  # per question: calls the LM did not answer
+    fallbacks: float = 0.0  # per question: steps decided without the model (its reply unparseable or invalid)
+    degraded: float = 0.0  # share of questions with any LM failure, unparseable reply or fallback
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -57,7 +66,10 @@ class Summary:
             ("SPARQL queries / q", f"{self.sparql_queries:.1f}"),
             ("seconds / q", f"{self.seconds:.2f}"),
             ("median s / q", f"{self.seconds_median:.2f}"),
-            ("errors", f"{self.errors}"),
+            ("LM failures / q", f"{self.llm_failures:.2f}"),
+            ("fallbacks / q", f"{self.fallbacks:.2f}"),
+            ("questions with either", f"{self.degraded:.3f}"),
+            ("errors", f"{self.errors}" + (f" ({self.lm_errors} LM not answering: run again to resume)" if self.lm_errors else "")),
         ]
         width = max(len(k) for k, _ in rows)
         lines = [f"| {'metric':<{width}} | value |", f"|{'-' * (width + 2)}|-------|"]
@@ -65,8 +77,18 @@ class Summary:
         return (f"{title}\n" if title else "") + "\n".join(lines)
 
 
+class LMDown(LMUnavailable):
+    """The LM did not answer several questions in a row: the run stopped, its records kept."""
+
+    def __init__(self, message: str, summary: Summary) -> None:
+        super().__init__(message)
+        self.summary = summary
+
+
 def record_for(example: dspy.Example, prediction: dspy.Prediction | None, error: str | None, seconds: float) -> dict:
     answers = list(prediction.answers) if prediction is not None else []
+    if prediction is not None and error is None and prediction.trace.stop_reason and prediction.trace.stop_reason.unfinished:
+        error = prediction.trace.error  # the LM did not answer, or the run was cut: not a finished question
     scores = example_scores(example, dspy.Prediction(answers=answers))
     return {
         "id": example.id,
@@ -103,6 +125,12 @@ def read_records(path: Path, *, repair: bool = True) -> dict[str, dict]:
     return records
 
 
+def unfinished(record: dict) -> bool:
+    """A record of a question that was not answered for a reason outside it (the LM was down): a rerun asks it again."""
+    stop = Trace.from_dict(record.get("trace")).stop_reason
+    return bool(stop and stop.unfinished)
+
+
 def summarize(records: Sequence[dict]) -> Summary:
     n = len(records)
     traces = [Trace.from_dict(r["trace"]) for r in records]
@@ -123,6 +151,10 @@ def summarize(records: Sequence[dict]) -> Summary:
         seconds=mean(r["seconds"] for r in records),
         errors=sum(1 for r in records if r["error"]),
         seconds_median=statistics.median(r["seconds"] for r in records) if records else 0.0,
+        lm_errors=sum(1 for r in records if unfinished(r)),
+        llm_failures=mean(t.llm_failures for t in traces),
+        fallbacks=mean(t.fallbacks for t in traces),
+        degraded=mean(bool(t.llm_failures or t.parse_failures or t.fallbacks) for t in traces),
     )
 
 
@@ -133,17 +165,24 @@ def evaluate(
     out: str | Path,
     threads: int = 1,
     progress: bool = True,
+    stop_after: int = 3,
 ) -> Summary:
-    """Run the program on every example not yet in `out`, appending records; summarize them all."""
+    """Run the program on every example not yet answered in `out`, appending records; summarize
+    them all. Records of questions the LM did not answer are asked again. `stop_after` questions
+    in a row that the LM did not answer stop the run with `LMDown` (0: never stop)."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     unique = list({ex.id: ex for ex in reversed(examples)}.values())[::-1]  # first of each id
     done = read_records(out)
-    todo = [ex for ex in unique if ex.id not in done]
+    todo = [ex for ex in unique if ex.id not in done or unfinished(done[ex.id])]
     lock = threading.Lock()
     bar = _progress(len(unique), len(unique) - len(todo)) if progress else None
+    outage: list[dict] = []  # the latest records the LM did not answer, in a row
+    down = threading.Event()
 
-    def answer(example: dspy.Example) -> dict:
+    def answer(example: dspy.Example) -> dict | None:
+        if down.is_set():  # the LM is down: questions not started are left for the rerun
+            return None
         start = time.perf_counter()
         try:
             prediction = program(question=example.question, topic_entities=example.topic_entities)
@@ -154,13 +193,18 @@ def evaluate(
 
     with out.open("ab") as handle:
 
-        def write(record: dict) -> None:
+        def write(record: dict | None) -> None:
+            if record is None:
+                return
             line = (json.dumps(record, ensure_ascii=False) + "\n").encode()
             with lock:
                 handle.write(line)
                 handle.flush()
                 os.fsync(handle.fileno())
                 done[record["id"]] = record
+                outage[:] = [*outage, record] if unfinished(record) else []
+                if stop_after and len(outage) >= stop_after:
+                    down.set()
                 if bar is not None:
                     bar.update(1)
 
@@ -174,7 +218,13 @@ def evaluate(
                     write(future.result())
     if bar is not None:
         bar.close()
-    return summarize([done[ex.id] for ex in unique])
+    summary = summarize([done[ex.id] for ex in unique if ex.id in done])
+    if down.is_set():
+        left = sum(1 for ex in unique if ex.id not in done or unfinished(done[ex.id]))
+        raise LMDown(f"the LM did not answer {len(outage)} questions in a row, so the run stopped: {outage[-1]['error']}. "
+                     f"{len(done)} records are kept in {out}; {left} questions are left: run the same command again "
+                     "once the LM answers", summary)
+    return summary
 
 
 def _progress(total: int, initial: int):

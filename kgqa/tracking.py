@@ -43,6 +43,12 @@ def log_metrics(prefix: str, metrics: Mapping[str, float]) -> None:
     mlflow.log_metrics({f"{prefix}{k}": float(v) for k, v in metrics.items() if isinstance(v, (int, float))})
 
 
+def set_tag(key: str, value: str) -> None:
+    import mlflow
+
+    mlflow.set_tag(key, value)
+
+
 def log_artifact(path: str | Path, *, artifact_path: str | None = None) -> None:
     import mlflow
 

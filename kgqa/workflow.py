@@ -12,16 +12,17 @@ import dspy
 
 from kgqa import serving, tracking
 from kgqa.errors import KGQAError
-from kgqa.evaluate.runner import Summary, evaluate, read_records
+from kgqa.evaluate.runner import LMDown, Summary, evaluate, read_records
 from kgqa.kg import KnowledgeGraph
+from kgqa.lm.errors import LMUnavailable
 from kgqa.optimizers.teleprompters import Budget, compile_program
 from kgqa.programs import KGProgram, WalkConfig, make_program
 from kgqa.programs.saving import CONFIG_FILE, PROGRAM_FILE, save_program
 from kgqa.programs.trace import Trace
 
 
-class LMUnreachable(KGQAError, RuntimeError):
-    """The language model did not answer a one-line request."""
+class LMUnreachable(LMUnavailable):
+    """The language model did not answer a one-line request before a run."""
 
 
 def check_lm(lm: dspy.BaseLM, spec: str) -> None:
@@ -92,9 +93,15 @@ def evaluate_program(
     pages: int = 3,
 ) -> Summary:
     """Evaluate into `out` (resumable records) as one MLflow run, with pictures of the first
-    `pages` wrong walks as artifacts."""
+    `pages` wrong walks as artifacts. A run the LM stopped answering logs what it has, then raises `LMDown`."""
     with tracking.mlflow_run("evaluate", params=settings, tracking_uri=tracking_uri, experiment=experiment):
-        summary = evaluate(program, examples, out=out, threads=threads, progress=progress)
+        try:
+            summary = evaluate(program, examples, out=out, threads=threads, progress=progress)
+        except LMDown as down:
+            tracking.log_metrics("", down.summary.as_dict())
+            tracking.set_tag("stopped", str(down)[:500])
+            tracking.log_artifact(out)
+            raise
         tracking.log_metrics("", summary.as_dict())
         tracking.log_artifact(out)
         for page in draw_wrong_walks(Path(out), [ex.id for ex in examples], pages=pages):

@@ -25,7 +25,9 @@ from dspy.utils.exceptions import AdapterParseError
 from kgqa.kg import Edge, KGError, KnowledgeGraph, Node, Step
 from kgqa.kg.errors import InvalidTermError
 from kgqa.lm.adapter import choices
+from kgqa.lm.errors import LMUnavailable
 from kgqa.programs.config import WalkConfig
+from kgqa.programs.deadline import Cut, Deadline
 from kgqa.programs.embedder import Embedder
 from kgqa.programs.selection import select
 from kgqa.programs.trace import StopReason, Trace, token_totals
@@ -50,6 +52,7 @@ class WalkState:
     depth: int = 0
     dropped: list[str] = field(default_factory=list)
     budget_hit: bool = False
+    deadline: Deadline | None = None  # checked before every LLM call
     trace: Trace = field(default_factory=Trace)  # the counters, the raw plan, the per-hop log and the stop, as they happen
 
     @property
@@ -79,8 +82,11 @@ class Candidates:
 
 
 class KGProgram(dspy.Module):
-    """A program over a knowledge graph. `forward(question, topic_entities=None)` returns answers,
-    GCR-style reasoning paths and a trace of what the walk spent and why it stopped."""
+    """A program over a knowledge graph. `forward(question, topic_entities=None, *, deadline=None)`
+    returns answers, GCR-style reasoning paths and a trace of what the walk spent and why it stopped.
+
+    Two ends give no answer at all: an LM that did not answer (`StopReason.LM_ERROR`: an outage
+    is not a fallback) and a run cut by its `deadline` (`StopReason.CUT`)."""
 
     def __init__(
         self, kg: KnowledgeGraph | None = None, *, config: WalkConfig | None = None, embedder: Embedder | None = None
@@ -90,21 +96,30 @@ class KGProgram(dspy.Module):
         self.config = config or WalkConfig()
         self.embedder = embedder or Embedder()
 
-    def forward(self, question: str, topic_entities: Sequence[str] | None = None) -> dspy.Prediction:
-        state = self._new_state(question)
+    def forward(
+        self, question: str, topic_entities: Sequence[str] | None = None, *, deadline: Deadline | None = None
+    ) -> dspy.Prediction:
+        state = self._new_state(question, deadline=deadline)
+        answers: list[str] = []
+        paths: list[str] = []
         with dspy.track_usage() as usage:
             try:
-                self._walk(state, topic_entities)
-            except KGError as exc:
-                state.stop(StopReason.KG_ERROR, error=str(exc))
-            answers, paths = self._answer(state)
+                try:
+                    self._walk(state, topic_entities)
+                except KGError as exc:
+                    state.stop(StopReason.KG_ERROR, error=str(exc))
+                answers, paths = self._answer(state)
+            except LMUnavailable as exc:  # no model decided anything: no answer, and the record says why
+                state.stop(StopReason.LM_ERROR, error=str(exc))
+            except Cut as exc:
+                state.stop(StopReason.CUT, error=str(exc))
         return dspy.Prediction(answers=answers, paths=paths, trace=self._trace(state, usage))
 
-    def _new_state(self, question: str) -> WalkState:
+    def _new_state(self, question: str, *, deadline: Deadline | None = None) -> WalkState:
         """A question's walk state, on a view of the graph that counts its queries."""
         if self.kg is None:
             raise ValueError(f"{type(self).__name__} needs a knowledge graph: {type(self).__name__}(kg) or program.kg = kg")
-        return WalkState(question=question, kg=self.kg.scoped(), config=self.config)
+        return WalkState(question=question, kg=self.kg.scoped(), config=self.config, deadline=deadline)
 
     def _walk(self, state: WalkState, topic_entities: Sequence[str] | None) -> None:
         """Walk the graph for `state.question`, filling the state; stop it with a reason."""
@@ -142,6 +157,12 @@ class KGProgram(dspy.Module):
         chosen = _longest_matches(state.question, {s: ids for s, ids in linked.items() if ids})
         topics = [Node(e, name=label) for label in chosen for e in linked[label]]
         return topics, None if topics else "no entity of the question was found in the KG by its name"
+
+    def _onward(self, state: WalkState, trail: Trail, relations: dict) -> list[Edge]:
+        """The relations a trail can go on by: those around its end, less the one it arrived by
+        walked back where the profile drops pre-relations (Freebase's inverse pairs; not MetaQA)."""
+        back = trail.arrival.reversed if trail.arrival and state.kg.profile.drops_pre_relations else None
+        return [e for e in relations.get(trail.end.id, ()) if e != back]
 
     def _follow(self, state: WalkState, steps: list[tuple[Trail, Edge, float]], *, more: bool) -> tuple[list[Candidates], dict]:
         """Neighbours of every chosen step in one query; unnamed (CVT) nodes are stepped through."""
@@ -200,7 +221,7 @@ class KGProgram(dspy.Module):
     ) -> list[tuple[str, float]]:
         """Ranked (candidate, score) choices: no call for 0 or 1 candidate, a similarity cut above
         `max_candidates`, the model's checked choice, and similarity when the model gives nothing usable.
-        An empty choice is respected; unusable output (a failed call, nothing valid) falls back.
+        An empty choice is respected; unusable output (unparseable, nothing valid) falls back.
         `offered` and `chosen` name the predictor's candidate input and choice output."""
         if len(candidates) <= 1:
             return [(c, 1.0) for c in candidates]
@@ -210,7 +231,7 @@ class KGProgram(dspy.Module):
                                     **inputs, **{offered: candidates})
         if kept is not None:  # the model's choice, "none of these" included
             return [(c, 1.0 / (1 + rank)) for rank, c in enumerate(kept)]
-        state.trace.fallbacks += 1  # the call failed, or nothing it chose was a candidate
+        state.trace.fallbacks += 1  # the reply did not parse, or nothing it chose was a candidate
         return [(c, 0.5 / (1 + rank)) for rank, c in enumerate(self.embedder.top(query, candidates, limit))]
 
     def _checked_choice(
@@ -218,7 +239,7 @@ class KGProgram(dspy.Module):
     ) -> list[str] | None:
         """One call whose `chosen` output is typed as at most `limit` of `candidates`, its choice
         checked against them (near misses snapped, the rest counted as dropped): the candidates
-        kept, [] when the model chose none, None when its output is unusable (a failed call,
+        kept, [] when the model chose none, None when its output is unusable (unparseable,
         nothing valid). `inputs` are the predictor's inputs, however they show the candidates."""
         signature = predictor.signature.with_updated_fields(chosen, type_=choices(candidates, at_most=limit))
         out = self._call(state, predictor, signature=signature, **inputs)
@@ -230,7 +251,11 @@ class KGProgram(dspy.Module):
         return selection.kept or None
 
     def _call(self, state: WalkState, predictor: dspy.Predict, **inputs) -> dspy.Prediction | None:
-        """One LLM call within the budget; a failure (parse error, LM error) is counted, not raised."""
+        """One LLM call within the budget and the deadline. An answer the adapter cannot parse is
+        counted and gives None (the step falls back); an LM that did not answer raises
+        `LMUnavailable`, which ends the question (a fallback would pass for the model's answer)."""
+        if state.deadline is not None:
+            state.deadline.check()
         if state.trace.llm_calls >= state.config.max_llm_calls:
             state.budget_hit = True
             return None
@@ -240,13 +265,11 @@ class KGProgram(dspy.Module):
         except AdapterParseError as exc:  # the LM answered, but not in the signature's shape
             log.info("%s: unparseable reply: %s", predictor.signature.__name__, str(exc)[:200])
             state.trace.parse_failures += 1
-            failure = exc
-        except Exception as exc:  # the LM did not answer (connection, timeout, engine): the walk falls back and goes on
-            log.warning("LM call failed: %s: %s", type(exc).__name__, str(exc)[:200])
+            state.dropped.append(f"{type(exc).__name__}: {str(exc)[:200]}")
+            return None
+        except Exception as exc:  # the LM did not answer: connection, timeout, server error, engine
             state.trace.llm_failures += 1
-            failure = exc
-        state.dropped.append(f"{type(failure).__name__}: {str(failure)[:200]}")
-        return None
+            raise lm_unavailable(exc) from exc
 
     def _shown_demos(self, predictor: dspy.Predict, state: WalkState) -> list:
         """The predictor's demos, or, when it holds more than `demos_per_call`, the ones whose
@@ -273,6 +296,19 @@ class KGProgram(dspy.Module):
         trace.topic_entities, trace.topic_names = [t.id for t in state.topics], [t.label for t in state.topics]
         trace.dropped_selections, trace.dropped_examples = len(state.dropped), state.dropped[:10]
         return trace
+
+
+def lm_unavailable(failure: BaseException) -> LMUnavailable:
+    """An LM call's failure as the one outage error: the `LMUnavailable` it wraps (DSPy wraps an
+    engine's errors in its own), else its root cause, with the LM's name."""
+    root = failure
+    while not isinstance(root, LMUnavailable) and root.__cause__ is not None:
+        root = root.__cause__
+    if isinstance(root, LMUnavailable):
+        return root
+    lm = dspy.settings.lm
+    name = getattr(lm, "model", None) or type(lm).__name__
+    return LMUnavailable(f"the LM {name} did not answer: {type(root).__name__}: {str(root)[:300]}")
 
 
 def question_shape(question: str, topics: Sequence[str]) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
-from kgqa.programs.base import WalkState
+from kgqa.programs.base import WalkState, lm_unavailable
 from kgqa.programs.kgqa import KGQA
 from kgqa.programs.trace import StopReason, Trace, token_totals
 from kgqa.signatures import AnswerDirectly
@@ -28,10 +28,13 @@ class LLMOnly(dspy.Module):
                 answers = [a for a in self.answer_directly(question=question).direct_answers if isinstance(a, str) and a.strip()]
             except AdapterParseError:  # an unparseable answer is a wrong answer, not a crash
                 trace.parse_failures = 1
-            except Exception:  # so is an LM that did not answer
-                trace.llm_failures = 1
+            except Exception as exc:  # an LM that did not answer gave no answer at all: the record says so
+                trace.llm_failures, trace.error = 1, str(lm_unavailable(exc))
         trace.input_tokens, trace.output_tokens = token_totals(usage)
-        trace.stop_reason = StopReason.ANSWERED if answers else StopReason.NO_ANSWER
+        if trace.error:
+            trace.stop_reason = StopReason.LM_ERROR
+        else:
+            trace.stop_reason = StopReason.ANSWERED if answers else StopReason.NO_ANSWER
         return dspy.Prediction(answers=answers, paths=[], trace=trace)
 
 

@@ -20,7 +20,8 @@ The plan, not an open "is this enough?" at every depth, decides how far the walk
 model asked that at every depth stops early. Choices are typed as the candidates offered
 (`kgqa.lm.adapter.choices`), so an LM that takes a JSON schema cannot invent or over-select
 one; every selection is still checked against its candidates, calls are made only where a
-decision exists, and a failed or unusable step falls back to embedding similarity.
+decision exists, and a step whose reply is unusable falls back to embedding similarity; an LM that
+does not answer ends the question (`StopReason.LM_ERROR`).
 """
 
 from __future__ import annotations
@@ -130,12 +131,10 @@ class KGQA(KGProgram):
         relation some frontier entity offers (the hop looks for one kind of thing, whichever entity
         it starts from), listed most similar to the hop's target first; each chosen relation is
         followed from the entities that offer it."""
-        drop_back = state.kg.profile.drops_pre_relations
         offered: dict[str, Edge] = {}
         by_trail: list[tuple[Trail, set[str]]] = []
         for trail in frontier:
-            back = drop_back and trail.arrival and trail.arrival.reversed
-            labels = {render.relation_label(e): e for e in relations.get(trail.end.id, ()) if e != back}
+            labels = {render.relation_label(e): e for e in self._onward(state, trail, relations)}
             offered.update(labels)
             by_trail.append((trail, set(labels)))
         target = self._hop_target(state)
@@ -237,7 +236,7 @@ class KGQA(KGProgram):
         return chosen
 
     def _judge(self, state: WalkState) -> bool:
-        """Did the last planned hop reach what the question asks for? True when unsure (no call, a failed one)."""
+        """Did the last planned hop reach what the question asks for? True when unsure (no call, an unusable reply)."""
         best = state.final[0]
         reached = list(dict.fromkeys(render.node_label(t.end) for t in state.final))[: state.config.judge_shown]
         out = self._call(state, self.judge, question=state.question, reasoning_path=render.path_text(best), reached_entities=reached)

@@ -110,8 +110,7 @@ class PathKGQA(KGProgram):
         reached: list[Trail] = []
         while frontier and state.depth < state.config.depth:
             state.depth += 1
-            steps = [(trail, edge, 1.0) for trail in frontier for edge in relations.get(trail.end.id, ())
-                     if edge != (trail.arrival.reversed if trail.arrival else None)]
+            steps = [(trail, edge, 1.0) for trail in frontier for edge in self._onward(state, trail, relations)]
             groups, relations = self._follow(state, steps, more=state.depth < state.config.depth)
             trails = [group.trail.extend(prefix + (Hop(group.edges[-1].relation, group.edges[-1].direction, node),), 1.0)
                       for group in groups for prefix, node in group.members]

@@ -20,6 +20,8 @@ class StopReason(str, enum.Enum):
     DEAD_END = "dead_end"  # a hop found nothing and nothing was left to resume from
     LLM_BUDGET = "llm_budget"  # the cap on LLM calls ran out before any answer
     KG_ERROR = "kg_error"  # the knowledge graph failed (endpoint down, query rejected)
+    LM_ERROR = "lm_error"  # the LM did not answer (connection, timeout, server error after retries): no answer, resumable
+    CUT = "cut"  # the run was cut before its end: its deadline passed, its client went away, the server stopped
     NO_TOPIC_ENTITY = "no_topic_entity"  # no topic entity was given or found in the KG
     BAD_QUESTION = "bad_question"  # empty, not text, or too long
     CHOSEN = "chosen"  # (path choice) the answer was chosen among the candidates the paths reached
@@ -32,7 +34,14 @@ class StopReason(str, enum.Enum):
     @property
     def failed(self) -> bool:
         """The run ended on an error the user can act on, not on an answer the walk found or missed."""
-        return self in {StopReason.KG_ERROR, StopReason.NO_TOPIC_ENTITY, StopReason.BAD_QUESTION}
+        return self in {StopReason.KG_ERROR, StopReason.LM_ERROR, StopReason.CUT, StopReason.NO_TOPIC_ENTITY,
+                        StopReason.BAD_QUESTION}
+
+    @property
+    def unfinished(self) -> bool:
+        """The question was not answered for a reason outside it (the LM was down, the run was cut):
+        asked again, it may well be answered. Evaluation resumes such records."""
+        return self in {StopReason.LM_ERROR, StopReason.CUT}
 
 
 @dataclass
@@ -40,7 +49,7 @@ class Trace:
     stop_reason: StopReason | None = None
     error: str | None = None
     llm_calls: int = 0
-    llm_failures: int = 0  # calls the LM did not answer: connection, timeout, engine errors
+    llm_failures: int = 0  # calls the LM did not answer: connection, timeout, engine errors (the question then ends)
     parse_failures: int = 0  # calls it answered with something the adapter could not parse
     input_tokens: int = 0
     output_tokens: int = 0

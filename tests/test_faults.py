@@ -11,10 +11,10 @@ import pytest
 from kgqa.data.demo import DEMO_KG, split_path
 from kgqa.data.examples import DatasetError
 from kgqa.data.jsonl import load_jsonl
-from kgqa.evaluate.runner import evaluate, read_records
+from kgqa.evaluate.runner import LMDown, evaluate, read_records
 from kgqa.kg import KnowledgeGraph, SparqlEndpoint, virtuoso
 from kgqa.kg.virtuoso import free_port
-from kgqa.lm.faulty import FAULTS, FaultyEngine
+from kgqa.lm.faulty import OUTAGES, TEXT_FAULTS, FaultyEngine
 from kgqa.programs import KGQA
 from kgqa.programs.saving import ProgramFileError, load_program, save_program
 from tests.kg.scripted_server import XML_OK, ScriptedServer
@@ -32,36 +32,98 @@ def kg(demo_store):
     return KnowledgeGraph(demo_store, profile="freebase")
 
 
-def test_lm_faults_over_fifty_questions(kg, questions, tmp_path):
-    """Garbage, truncated JSON, wrong types, invented names, exceptions and timeouts, on two in five of
-    the calls of an evaluation run: every question gets a record with its stop reason or error, and
-    a question that met no fault answers right."""
-    faulty = FaultyEngine(demo_oracle().scripted, rate=0.4, seed=7)  # ~2.5 calls a question: 40+ faults
-    faults_met: dict[str, int] = {}
+def _faulty_lm(faulty: FaultyEngine) -> dspy.LM:
+    return dspy.LM("scripted/faulty", engine=faulty, cache=False, num_retries=0)
 
-    class CountsFaults(KGQA):
-        def forward(self, question, topic_entities=None):
-            before = sum(faulty.injected.values())
-            try:
-                return super().forward(question, topic_entities)
-            finally:
-                faults_met[question] = sum(faulty.injected.values()) - before
 
-    with dspy.context(lm=dspy.LM("scripted/faulty", engine=faulty, cache=False, num_retries=0)):
-        summary = evaluate(CountsFaults(kg), questions, out=tmp_path / "p.jsonl", progress=False)
+class CountsFaults(KGQA):
+    """KGQA that notes how many faults each question met."""
+
+    def __init__(self, kg, faulty):
+        super().__init__(kg)
+        self.faulty, self.met = faulty, {}
+
+    def forward(self, question, topic_entities=None):
+        before = sum(self.faulty.injected.values())
+        try:
+            return super().forward(question, topic_entities)
+        finally:
+            self.met[question] = sum(self.faulty.injected.values()) - before
+
+
+def test_faulty_model_text_over_fifty_questions(kg, questions, tmp_path):
+    """Garbage, truncated JSON, wrong types and invented names on two in five of the calls of an
+    evaluation run: every question gets a record with its stop reason, the walk falls back where a
+    reply is unusable, and a question that met no fault answers right."""
+    faulty = FaultyEngine(demo_oracle().scripted, rate=0.4, seed=7, faults=TEXT_FAULTS)  # ~2.5 calls a question: 40+ faults
+    program = CountsFaults(kg, faulty)
+    with dspy.context(lm=_faulty_lm(faulty)):
+        summary = evaluate(program, questions, out=tmp_path / "p.jsonl", progress=False)
     lines = (tmp_path / "p.jsonl").read_text().splitlines()
     records = list(read_records(tmp_path / "p.jsonl").values())
     injected = sum(faulty.injected.values())
     print(f"injected={injected} {dict(faulty.injected)} questions={len(questions)} records={len(records)} "
-          f"met_a_fault={sum(1 for n in faults_met.values() if n)} errors={summary.errors} hits1={summary.hits1:.2f}")
-    assert set(faulty.injected) == set(FAULTS) and injected >= 40 and len(faults_met) == len(questions)
+          f"met_a_fault={sum(1 for n in program.met.values() if n)} errors={summary.errors} hits1={summary.hits1:.2f}")
+    assert set(faulty.injected) == set(TEXT_FAULTS) and injected >= 40 and len(program.met) == len(questions)
     assert len(lines) == len(questions)  # none twice
     assert sorted(r["id"] for r in records) == sorted(ex.id for ex in questions)  # none lost
-    assert all(r["trace"].get("stop_reason") or r["error"] for r in records)
+    assert all(r["trace"]["stop_reason"] and not r["error"] for r in records) and summary.lm_errors == 0
     assert not any({"made.up.relation", "Imaginary Person"} & set(r["answers"]) for r in records)
-    untouched = [r["scores"]["hits1"] for r in records if not faults_met[r["question"]]]
+    untouched = [r["scores"]["hits1"] for r in records if not program.met[r["question"]]]
     assert len(untouched) >= 10 and all(untouched)  # a question that met no fault answers right
     assert summary.hits1 >= 0.6  # and most of the others still do
+    assert summary.fallbacks > 0 and 0 < summary.degraded < 1  # and the summary shows what was not the model's choice
+
+
+def test_lm_outages_are_error_records_that_a_rerun_answers_as_an_uninterrupted_run(kg, questions, tmp_path):
+    """Exceptions and timeouts on a share of the calls: the questions that met one end as LM-error
+    records with no answer (never a fallback answer); a rerun with a working LM asks exactly those
+    again, and the final records equal those of a run that never met an outage."""
+    with dspy.context(lm=demo_oracle()):
+        clean = evaluate(KGQA(kg), questions, out=tmp_path / "clean.jsonl", progress=False)
+    faulty = FaultyEngine(demo_oracle().scripted, rate=0.15, seed=3, faults=OUTAGES)
+    program = CountsFaults(kg, faulty)
+    with dspy.context(lm=_faulty_lm(faulty)):
+        first = evaluate(program, questions, out=tmp_path / "p.jsonl", progress=False, stop_after=0)
+    records = read_records(tmp_path / "p.jsonl")
+    outaged = {r["id"] for r in records.values() if r["trace"]["stop_reason"] == "lm_error"}
+    assert set(faulty.injected) == set(OUTAGES) and len(outaged) == sum(1 for n in program.met.values() if n) >= 5
+    for question_id in outaged:
+        record = records[question_id]
+        assert record["answers"] == [] and record["error"] and "injected" in record["error"] and record["trace"]["fallbacks"] == 0
+    assert first.lm_errors == len(outaged) and first.errors == len(outaged) and first.llm_failures > 0
+    with dspy.context(lm=demo_oracle()):
+        second = evaluate(CountsFaults(kg, faulty), questions, out=tmp_path / "p.jsonl", progress=False)
+    lines = (tmp_path / "p.jsonl").read_text().splitlines()
+    assert len(lines) == len(questions) + len(outaged)  # only the LM-error records were asked again
+    final, reference = read_records(tmp_path / "p.jsonl"), read_records(tmp_path / "clean.jsonl")
+    assert {i: r["answers"] for i, r in final.items()} == {i: r["answers"] for i, r in reference.items()}
+    assert second.lm_errors == 0 and second.errors == 0 and second.hits1 == clean.hits1
+
+
+def test_an_lm_that_goes_down_stops_the_run_after_a_few_questions_and_keeps_every_record(kg, questions, tmp_path):
+    calls = {"n": 0}
+    inner = demo_oracle().scripted
+
+    class DiesAfterTen:
+        def complete(self, request):
+            calls["n"] += 1
+            if calls["n"] > 10:
+                raise ConnectionRefusedError("[Errno 111] Connection refused")
+            return inner.complete(request)
+
+    with dspy.context(lm=dspy.LM("openai/kgqa-local", engine=DiesAfterTen(), cache=False, num_retries=0)):
+        with pytest.raises(LMDown, match=r"did not answer 3 questions in a row.*openai/kgqa-local did not answer: "
+                                         r"ConnectionRefusedError.*run the same command again") as stopped:
+            evaluate(KGQA(kg), questions[:20], out=tmp_path / "p.jsonl", progress=False)
+    records = read_records(tmp_path / "p.jsonl")
+    errors = [r for r in records.values() if r["error"]]
+    assert len(errors) == 3 and len(records) < 20 and calls["n"] == 10 + 3  # one failed call per question, then no more
+    assert all(r["trace"]["stop_reason"] == "lm_error" and r["answers"] == [] for r in errors)
+    assert stopped.value.summary.questions == len(records) and stopped.value.summary.lm_errors == 3
+    with dspy.context(lm=demo_oracle()):
+        resumed = evaluate(KGQA(kg), questions[:20], out=tmp_path / "p.jsonl", progress=False)
+    assert resumed.questions == 20 and resumed.errors == 0
 
 
 def test_a_graph_that_is_down_before_the_run_gives_records_not_a_crash(questions, tmp_path):

@@ -1,6 +1,7 @@
 """A fault-injecting engine: wraps another engine and, on a seeded share of calls, answers with
 garbage, truncated JSON, wrong types, invented relations or entities, an exception or a timeout.
-For fault tests: the program must survive every one of them and still answer where it can."""
+For fault tests. The first four are the model's text (`TEXT_FAULTS`): the program falls back and
+still answers where it can. The last two are outages (`OUTAGES`): the question ends as an error."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from collections import Counter
 
 from dspy.lm15 import Message, Response, TextPart, Usage
 
-FAULTS = ("garbage", "truncated", "wrong_types", "invented", "exception", "timeout")
+TEXT_FAULTS = ("garbage", "truncated", "wrong_types", "invented")
+OUTAGES = ("exception", "timeout")
+FAULTS = TEXT_FAULTS + OUTAGES
 
 
 class InjectedFault(RuntimeError):

@@ -12,6 +12,10 @@ sends each call's schema in the dialect the server speaks:
 `dialect="auto"` (the default) tries `json_schema` and falls back to `json_object` for good when
 the server refuses it. Decoding is greedy with a fixed seed, as in process, so a program answers
 the same through a served copy of the local model as through the in-process engine.
+
+A dropped connection, a timeout or a 5xx/429 answer is retried `retries` times with exponential
+backoff (1, 2, 4 s by default: a restarted server is back within it); past that the call raises
+`ServedLMError`, an `LMUnavailable`: the question ends as an error, never as a fallback answer.
 """
 
 from __future__ import annotations
@@ -31,13 +35,14 @@ import httpx
 from dspy.lm15 import Response
 
 from kgqa.lm.chat import chat_messages, chat_response, response_schema, spelled
+from kgqa.lm.errors import LMUnavailable
 
 Dialect = Literal["auto", "json_schema", "json_object"]
 LOCAL_ALIAS = "kgqa-local"  # what `llama_server` calls the local model: --lm openai/kgqa-local
 
 
-class ServedLMError(RuntimeError):
-    """The server answered with an error, or not at all."""
+class ServedLMError(LMUnavailable):
+    """The server answered with an error, or not at all (after its retries)."""
 
 
 class ServedEngine:
@@ -54,12 +59,15 @@ class ServedEngine:
         seed: int = 0,
         max_tokens: int = 256,
         timeout: float = 300.0,
+        retries: int = 3,
+        backoff: float = 1.0,
     ) -> None:
         self.url = api_base.rstrip("/") + "/chat/completions"
         self.model = model
         self.dialect = dialect
         self.seed = seed
         self.max_tokens = max_tokens
+        self.retries, self.backoff = retries, backoff
         key = api_key or os.environ.get("OPENAI_API_KEY")
         self._client = httpx.Client(timeout=timeout, headers={"Authorization": f"Bearer {key}"} if key else {})
 
@@ -86,8 +94,7 @@ class ServedEngine:
         if schema is not None:
             body = {**body, "response_format": spelled(schema, spelling)}
         reply = self._send(body)
-        refused = reply.status_code >= 400 and "response_format" in reply.text
-        if schema is not None and refused and spelling == "json_schema" and self.dialect != "json_schema":
+        if schema is not None and _refuses_format(reply) and spelling == "json_schema" and self.dialect != "json_schema":
             # llama-cpp-python's server refuses OpenAI's spelling (with a 500): its own, from now on
             # (other threads may have sent the first spelling meanwhile: each retries once)
             self.dialect = "json_object"
@@ -100,19 +107,39 @@ class ServedEngine:
             raise ServedLMError(f"{self.url} answered with something other than JSON: {reply.text[:200]!r}") from None
 
     def _send(self, body: dict) -> httpx.Response:
-        try:
-            return self._client.post(self.url, json=body)
-        except httpx.HTTPError as exc:
-            raise ServedLMError(f"{self.url} did not answer: {type(exc).__name__}: {exc}") from None
+        """The server's reply; transport failures, 5xx and 429 are retried with exponential backoff."""
+        for attempt in range(self.retries + 1):
+            try:
+                reply = self._client.post(self.url, json=body)
+            except httpx.TransportError as exc:  # refused, reset, DNS, timed out
+                failure = f"did not answer: {type(exc).__name__}: {exc}"
+            except httpx.HTTPError as exc:  # a bad URL: retrying cannot help
+                raise ServedLMError(f"{self.url} did not answer: {type(exc).__name__}: {exc}") from None
+            else:
+                if not _transient(reply) or _refuses_format(reply):
+                    return reply
+                failure = f"answered {reply.status_code}: {reply.text[:300]}"
+            if attempt < self.retries:
+                time.sleep(self.backoff * 2**attempt)
+        raise ServedLMError(f"{self.url} {failure}" + (f" ({self.retries + 1} attempts)" if self.retries else ""))
+
+
+def _transient(reply: httpx.Response) -> bool:
+    return reply.status_code >= 500 or reply.status_code == 429
+
+
+def _refuses_format(reply: httpx.Response) -> bool:
+    """llama-cpp-python's server answers OpenAI's json_schema spelling with a 500 that names it."""
+    return reply.status_code >= 400 and "response_format" in reply.text
 
 
 def served_lm(spec: str, *, api_base: str, dialect: Dialect = "auto", temperature: float | None = None,
-              max_tokens: int | None = None):
+              max_tokens: int | None = None, retries: int = 3, backoff: float = 1.0):
     """`dspy.LM` on the model SPEC (`openai/NAME`: NAME is what the server calls it) served at API_BASE;
-    greedy unless TEMPERATURE is given. The engine is `lm.served_engine`."""
+    greedy unless TEMPERATURE is given; failures retried RETRIES times. The engine is `lm.served_engine`."""
     import dspy
 
-    engine = ServedEngine(api_base=api_base, model=spec.split("/", 1)[-1], dialect=dialect)
+    engine = ServedEngine(api_base=api_base, model=spec.split("/", 1)[-1], dialect=dialect, retries=retries, backoff=backoff)
     options = {k: v for k, v in {"temperature": temperature, "max_tokens": max_tokens}.items() if v is not None}
     lm = dspy.LM(spec, engine=engine, cache=False, **options)
     lm.served_engine = engine

@@ -74,13 +74,14 @@ def test_an_answer_the_model_invents_falls_back_to_the_best_ranked_candidate(kg,
     assert pred.answers[0] == best.label and pred.trace.fallbacks == 1 and pred.trace.dropped_selections == 1
 
 
-def test_a_failed_call_falls_back_and_loses_nothing(kg, ids):
+def test_an_lm_that_does_not_answer_gives_an_error_not_the_best_ranked_candidate(kg, ids):
     def broken(inputs):
         raise RuntimeError("engine down")
 
     with dspy.context(lm=chooser(broken)):
         pred = PathKGQA(kg)(question="Who directed Parasite?", topic_entities=[ids["Parasite"]])
-    assert pred.answers and pred.trace.llm_failures == 1 and pred.trace.fallbacks == 1
+    assert pred.answers == [] and pred.trace.llm_failures == 1 and pred.trace.fallbacks == 0
+    assert pred.trace.stop_reason == "lm_error" and "RuntimeError: engine down" in pred.trace.error
 
 
 def test_answers_every_topic_entity_reaches_rank_first_and_a_lone_candidate_needs_no_call(tmp_path):

@@ -41,11 +41,21 @@ def test_records_written_by_an_older_kgqa_still_read():
     assert Trace.from_dict({"stop_reason": "no_such_reason", "future_key": 1}).stop_reason is None
 
 
-@pytest.mark.parametrize("fault,counted", [("garbage", "parse_failures"), ("exception", "llm_failures"), ("timeout", "llm_failures")])
-def test_lm_outages_are_counted_apart_from_unparseable_replies(kg, fault, counted):
-    engine = FaultyEngine(demo_oracle().scripted, rate=1.0, faults=(fault,))
+def test_an_unparseable_reply_falls_back_and_the_walk_goes_on(kg):
+    engine = FaultyEngine(demo_oracle().scripted, rate=1.0, faults=("garbage",))
     with dspy.context(lm=dspy.LM("scripted/faulty", engine=engine, cache=False, num_retries=0)):
         trace = KGQA(kg)(question="Who directed Parasite?").trace
-    other = {"parse_failures", "llm_failures"} - {counted}
-    assert getattr(trace, counted) == trace.llm_calls >= 1 and getattr(trace, other.pop()) == 0
-    assert trace.fallbacks >= 1  # the walk fell back to similarity and went on
+    assert trace.parse_failures == trace.llm_calls >= 1 and trace.llm_failures == 0
+    assert trace.fallbacks >= 1 and not trace.stop_reason.failed  # the model's answer quality: the walk fell back
+
+
+@pytest.mark.parametrize("fault", ["exception", "timeout"])
+def test_an_lm_that_does_not_answer_ends_the_question_with_an_error_not_a_fallback(kg, fault):
+    engine = FaultyEngine(demo_oracle().scripted, rate=1.0, faults=(fault,))
+    with dspy.context(lm=dspy.LM("scripted/faulty", engine=engine, cache=False, num_retries=0)):
+        pred = KGQA(kg)(question="Who directed Parasite?")
+    trace = pred.trace
+    assert pred.answers == [] and pred.paths == [] and trace.fallbacks == 0 and trace.parse_failures == 0
+    assert trace.llm_calls == trace.llm_failures == 1  # the first call failed: no further step was taken
+    assert trace.stop_reason is StopReason.LM_ERROR and trace.stop_reason.failed and trace.stop_reason.unfinished
+    assert "scripted/faulty did not answer" in trace.error and "injected" in trace.error
