@@ -68,7 +68,7 @@ class Summary:
             ("median s / q", f"{self.seconds_median:.2f}"),
             ("LM failures / q", f"{self.llm_failures:.2f}"),
             ("fallbacks / q", f"{self.fallbacks:.2f}"),
-            ("questions with either", f"{self.degraded:.3f}"),
+            ("share with either", f"{self.degraded:.3f}"),
             ("errors", f"{self.errors}" + (f" ({self.lm_errors} LM not answering: run again to resume)" if self.lm_errors else "")),
         ]
         width = max(len(k) for k, _ in rows)

@@ -294,6 +294,12 @@ class KnowledgeGraph:
             matches.update(self._linked(queries.link_scan(missing, predicates=predicates)))
         return {label: tuple(sorted(matches.get(norm, ()))) for label, norm in wanted.items()}
 
+    def ping(self) -> float:
+        """Seconds a one-row query took: the graph answers (else `KGError`, as any query)."""
+        start = time.perf_counter()
+        self._select("SELECT ?s WHERE { ?s ?p ?o } LIMIT 1")
+        return time.perf_counter() - start
+
     # -- plumbing --------------------------------------------------------------------------
 
     def _select(self, query: str) -> list[Row]:

@@ -20,6 +20,7 @@ from kgqa.kg.profiles import PROFILES  # noqa: E402
 from kgqa.optimizers.teleprompters import TELEPROMPTERS, Budget  # noqa: E402
 from kgqa.programs import STRATEGIES  # noqa: E402
 from kgqa.programs.config import WalkConfig  # noqa: E402
+from kgqa.server import ServeLimits  # noqa: E402
 
 
 def _kg_load(args: argparse.Namespace) -> int:
@@ -124,6 +125,10 @@ def _evaluate(args: argparse.Namespace) -> int:
         experiment=args.experiment, threads=args.threads, progress=not args.quiet,
     )
     print(summary.table(f"{args.data} ({len(examples)} questions) -> {args.out}"))
+    if summary.lm_errors:  # unfinished work is not a finished run
+        print(f"kgqa: {summary.lm_errors} questions got no answer because the LM did not answer; run the same command "
+              "again to resume them", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -131,7 +136,7 @@ def _ask(args: argparse.Namespace) -> int:
     program, _, _ = _load(args)
     prediction = program(question=args.question, topic_entities=args.topic or None)
     trace = prediction.trace
-    failed = trace.error is not None  # the KG was down, no topic entity, a bad question: no answer to give
+    failed = trace.error is not None  # the KG or the LM was down, no topic entity, a bad question: no answer to give
     if args.html:
         from kgqa.picture import walk_page
 
@@ -180,12 +185,30 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    """MLflow's scoring server on the program (POST /invocations); runs until stopped."""
-    from kgqa.serving import serve_command
+    """The program over HTTP (kgqa.server) in this process, until SIGTERM or SIGINT."""
+    from kgqa.lm.adapter import ConstrainedJSONAdapter
+    from kgqa.programs.saving import load_program, read_settings
+    from kgqa.server import Answering, App, ServeLimits, serve
+    from kgqa.serving import program_dir, serve_settings
+    from kgqa.specs import make_lm, open_kg
 
-    command, env = serve_command(args.program, host=args.host, port=args.port, workers=args.workers, tracking_uri=args.tracking_uri)
-    print(f"serving {args.program} on http://{args.host}:{args.port}/invocations", flush=True)
-    os.execve(command[0], command, env)  # becomes the server: stopping this PID stops it
+    limits = ServeLimits(max_body_bytes=args.max_body, max_questions=args.max_questions, timeout=args.timeout,
+                         stop_grace=args.stop_grace)
+    directory = program_dir(args.program, tracking_uri=args.tracking_uri)
+    saved = read_settings(directory)
+    kg_spec, lm_spec, api_base = serve_settings(saved)
+    kg_spec, lm_spec, api_base = args.kg or kg_spec, args.lm or lm_spec, args.api_base or api_base
+    kg = open_kg(kg_spec, profile=args.profile or (None if args.kg else saved.get("profile")))
+    lm = make_lm(lm_spec, api_base=api_base)  # not checked here: /health says whether it answers
+    answering = Answering(load_program(directory, kg, settings=saved), lm=lm, adapter=ConstrainedJSONAdapter(), kg=kg)
+    answering.warm_up()
+    app = App(answering, limits=limits, workers=args.workers, lm_name=lm_spec, kg_name=kg_spec)
+    url = f"http://{args.host}:{args.port}"
+    serve(app, host=args.host, port=args.port,
+          on_ready=lambda: print(f"serving {args.program} on {url}/invocations (health: {url}/health); PID {os.getpid()}: "
+                                 "SIGTERM or Ctrl-C stops it", flush=True))
+    print("stopped", flush=True)
+    return 0
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -267,12 +290,27 @@ def build_parser() -> argparse.ArgumentParser:
     _common(ask, lm_default=None)
     ask.set_defaults(command_handler=_ask)
 
-    serve = commands.add_parser("serve", help="serve a compiled program over HTTP: POST /invocations (MLflow's scoring server)")
+    serve = commands.add_parser("serve", help="serve a compiled program over HTTP: POST /invocations, GET /health")
     serve.add_argument("--program", required=True, help="directory made by `kgqa compile`, or an MLflow model URI")
+    serve.add_argument("--kg", help="graph spec (default: the program's, or $KGQA_SERVE_KG)")
+    serve.add_argument("--profile", choices=profiles)
+    serve.add_argument("--lm", help="LM spec (default: the program's, or $KGQA_SERVE_LM)")
+    serve.add_argument("--api-base", help="base URL for --lm (default: $KGQA_SERVE_API_BASE)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=5000)
-    serve.add_argument("--workers", type=int, default=1)
+    serve.add_argument("--workers", type=int, default=1,
+                       help="questions answered at once (default 1: the local LM is one engine; more for a served LM with slots)")
+    serve.add_argument("--timeout", type=float, default=ServeLimits.timeout,
+                       help=f"seconds a request may take from arrival, queueing included (default {ServeLimits.timeout:g}): "
+                            "past it the answer is 504 and its unstarted questions are never started")
+    serve.add_argument("--max-questions", type=int, default=ServeLimits.max_questions,
+                       help=f"questions in one request at most (default {ServeLimits.max_questions})")
+    serve.add_argument("--max-body", type=int, default=ServeLimits.max_body_bytes, metavar="BYTES",
+                       help=f"request body size at most (default {ServeLimits.max_body_bytes:,})")
+    serve.add_argument("--stop-grace", type=float, default=ServeLimits.stop_grace,
+                       help=f"seconds a stop waits for running questions to be cut (default {ServeLimits.stop_grace:g})")
     serve.add_argument("--tracking-uri", help="MLflow tracking URI that resolves models:/ URIs (default: kgqa's)")
+    serve.add_argument("--verbose", "-v", action="count", default=0, help="log each request (-v)")
     serve.set_defaults(command_handler=_serve)
 
     doctor = commands.add_parser("doctor", help="check that this machine runs kgqa: packages, model, engine speed, KG, MLflow")

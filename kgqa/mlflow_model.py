@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import mlflow
 from mlflow.exceptions import MlflowException
-from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
+from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE, TEMPORARILY_UNAVAILABLE
 from mlflow.pyfunc import PythonModel
 
 
@@ -39,6 +39,8 @@ class KGQAModel(PythonModel):
         with dspy.context(lm=self.lm, adapter=self.adapter):
             for question, topics in questions:
                 prediction = self.program(question=question, topic_entities=topics)
+                if prediction.trace.stop_reason == "lm_error":  # an outage, not an answer: 503 from MLflow's server
+                    raise MlflowException(prediction.trace.error or "the LM did not answer", error_code=TEMPORARILY_UNAVAILABLE)
                 answers.append({"answers": list(prediction.answers), "paths": list(prediction.paths),
                                 "trace": prediction.trace.to_dict()})
         return answers

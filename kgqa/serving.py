@@ -9,7 +9,7 @@ record per question: `answers`, `paths` (GCR reasoning paths) and `trace`.
 
 The graph and the LM are the ones the program's `config.json` names; `KGQA_SERVE_KG` and
 `KGQA_SERVE_LM` override them for a served copy (an endpoint URL, `openai/...` with
-`KGQA_SERVE_API_BASE`).
+`KGQA_SERVE_API_BASE`). `kgqa serve` (kgqa.server) serves a program over HTTP, bounded and stoppable.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from pathlib import Path
 
 from kgqa.data.examples import question_problem
 from kgqa.errors import KGQAError
-from kgqa.programs.saving import read_settings
 
 MODEL_CODE = Path(__file__).with_name("mlflow_model.py")
 ARTIFACT = "program"
@@ -113,28 +112,6 @@ def _plain(value):
     if isinstance(value, float) and value != value:
         return None
     return value
-
-
-def serve_command(location: str, *, host: str, port: int, workers: int = 1, tracking_uri: str | None = None) -> tuple[list[str], dict]:
-    """The `mlflow models serve` command line (and environment) that serves the program at
-    `location`: a model URI as it is; a compiled directory saved as a local MLflow model first."""
-    import sys
-    import tempfile
-
-    import mlflow
-
-    from kgqa.tracking import default_tracking_uri
-
-    uri = tracking_uri or default_tracking_uri()
-    if not is_model_uri(location):
-        read_settings(location)  # a compiled program's directory, or a clear error
-        model = Path(tempfile.mkdtemp(prefix="kgqa-model-")) / "model"
-        mlflow.pyfunc.save_model(path=str(model), **_model_parts(location))
-        location = str(model)
-    command = [sys.executable, "-m", "mlflow", "models", "serve", "-m", str(location), "--env-manager", "local",
-               "-h", host, "-p", str(port), "-w", str(workers)]
-    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])  # MLflow starts `uvicorn` by name
-    return command, {**os.environ, "MLFLOW_TRACKING_URI": uri, "PATH": path}
 
 
 def serve_settings(saved: dict) -> tuple[str, str, str | None]:

@@ -11,7 +11,6 @@ from pathlib import Path
 import dspy
 
 from kgqa import serving, tracking
-from kgqa.errors import KGQAError
 from kgqa.evaluate.runner import LMDown, Summary, evaluate, read_records
 from kgqa.kg import KnowledgeGraph
 from kgqa.lm.errors import LMUnavailable

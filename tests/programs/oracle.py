@@ -77,3 +77,30 @@ def slow_demo_oracle():
     for key, handler in list(handlers.items()):
         handlers[key] = (lambda h: lambda inputs: (time.sleep(0.05), h(inputs))[1])(handler)
     return lm
+
+
+def logged_demo_oracle():
+    """`--lm py:tests.programs.oracle:logged_demo_oracle`: the demo oracle taking $KGQA_TEST_LM_DELAY
+    seconds a call (default 0.5) and appending each call's question, as one line, to
+    $KGQA_TEST_LM_LOG: a served program's tests read from it which questions still reach the LM."""
+    import json
+    import os
+    import time
+
+    delay, log = float(os.environ.get("KGQA_TEST_LM_DELAY", "0.5")), os.environ.get("KGQA_TEST_LM_LOG")
+    lm = demo_oracle()
+    handlers = lm.scripted.handlers
+
+    def logged(handler):
+        def answer(inputs):
+            time.sleep(delay)
+            if log:
+                with open(log, "a", encoding="utf-8") as out:
+                    out.write(json.dumps(inputs.get("question", "")) + "\n")
+            return handler(inputs)
+
+        return answer
+
+    for key, handler in list(handlers.items()):
+        handlers[key] = logged(handler)
+    return lm
