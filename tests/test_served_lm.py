@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import dspy
+import httpx
 import pytest
 
 from kgqa.lm.adapter import ConstrainedJSONAdapter, choices
 from kgqa.lm.served import LOCAL_ALIAS, free_port, llama_server
 from kgqa.specs import make_lm
 from kgqa.workflow import LMUnreachable, check_lm
-from tests.conftest import require_local_lm, run_kgqa
+from tests.conftest import ROOT, require_local_lm, run_kgqa
 
 ORACLE = "py:tests.programs.oracle:demo_oracle"
 QUESTIONS = "demo:test[0:4]"
@@ -51,10 +56,16 @@ def test_a_choice_through_the_server_is_one_of_the_candidates(api_base):
     assert lm.served_engine.dialect == "json_object"
 
 
-def test_the_served_model_answers_as_the_in_process_one(api_base, tmp_path):
-    compiled = run_kgqa("compile", "--train", "demo:train[0:4]", "--kg", "demo", "--lm", ORACLE, "--out", str(tmp_path / "program"),
-                        "--quiet", home=tmp_path, timeout=900)
+@pytest.fixture(scope="module")
+def program(tmp_path_factory):
+    home = tmp_path_factory.mktemp("compiled")
+    compiled = run_kgqa("compile", "--train", "demo:train[0:4]", "--kg", "demo", "--lm", ORACLE, "--out", str(home / "program"),
+                        "--quiet", home=home, timeout=900)
     assert compiled.returncode == 0, compiled.stderr
+    return home / "program"
+
+
+def test_the_served_model_answers_as_the_in_process_one(api_base, program, tmp_path):
     runs = {
         "in process": ("--lm", "local"),
         "served": ("--lm", f"openai/{LOCAL_ALIAS}", "--api-base", api_base, "--threads", "2"),
@@ -62,7 +73,7 @@ def test_the_served_model_answers_as_the_in_process_one(api_base, tmp_path):
     records = {}
     for name, lm_args in runs.items():
         out = tmp_path / f"{name.replace(' ', '-')}.jsonl"
-        result = run_kgqa("evaluate", "--program", str(tmp_path / "program"), "--data", QUESTIONS, "--out", str(out), "--quiet", *lm_args,
+        result = run_kgqa("evaluate", "--program", str(program), "--data", QUESTIONS, "--out", str(out), "--quiet", *lm_args,
                           home=tmp_path, timeout=900)
         assert result.returncode == 0, result.stderr
         records[name] = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
@@ -71,3 +82,69 @@ def test_the_served_model_answers_as_the_in_process_one(api_base, tmp_path):
         local = records["in process"][question_id]
         assert served["trace"]["llm_calls"] > 0 and served["trace"]["llm_failures"] == 0, served["trace"]
         assert served["answers"] == local["answers"], (served["question"], served["trace"], local["trace"])
+
+
+def start_served_lm(port: int) -> subprocess.Popen:
+    """`python -m kgqa.lm.served --port PORT`, as a user starts it; returns once it answers."""
+    process = subprocess.Popen([sys.executable, "-m", "kgqa.lm.served", "--port", str(port)], cwd=ROOT,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    deadline = time.monotonic() + 300
+    while True:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2).status_code == 200:
+                return process
+        except httpx.HTTPError:
+            pass
+        assert process.poll() is None and time.monotonic() < deadline, "the served LM did not start"
+        time.sleep(0.5)
+
+
+def kill(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def test_an_lm_killed_mid_run_leaves_error_records_and_a_resume_equals_an_uninterrupted_run(program, tmp_path):
+    require_local_lm("llama_cpp.server.app")
+    port = free_port()
+    lm_args = ("--lm", f"openai/{LOCAL_ALIAS}", "--api-base", f"http://127.0.0.1:{port}/v1")
+    questions = "demo:test[0:6]"
+
+    def evaluate(out, *, wait=True):
+        command = ("evaluate", "--program", str(program), "--data", questions, "--out", str(out), "--quiet", *lm_args)
+        if wait:
+            return run_kgqa(*command, home=tmp_path, timeout=900)
+        env = {**os.environ, "KGQA_HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+        return subprocess.Popen([sys.executable, "-m", "kgqa", *command], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    def records(out):
+        return [json.loads(line) for line in out.read_text().splitlines()]
+
+    server = start_served_lm(port)
+    try:
+        whole = evaluate(tmp_path / "whole.jsonl")
+        assert whole.returncode == 0, whole.stderr
+        run = evaluate(tmp_path / "cut.jsonl", wait=False)
+        while not (tmp_path / "cut.jsonl").exists() or len(records(tmp_path / "cut.jsonl")) < 2:
+            assert run.poll() is None, run.stderr.read()
+            time.sleep(0.2)
+        kill(server)  # mid-run: two questions answered, four to go
+        stdout, stderr = run.communicate(timeout=300)
+        assert run.returncode == 2 and "the LM did not answer 3 questions in a row, so the run stopped" in stderr, stderr
+        assert f"127.0.0.1:{port}/v1/chat/completions did not answer" in stderr and "run the same command again" in stderr
+        cut = records(tmp_path / "cut.jsonl")
+        errors = [r for r in cut if r["error"]]
+        assert len(cut) == len(errors) + 2 >= 5 and all(r["answers"] == [] and r["trace"]["stop_reason"] == "lm_error" for r in errors)
+        server = start_served_lm(port)
+        resumed = evaluate(tmp_path / "cut.jsonl")
+        assert resumed.returncode == 0, resumed.stderr
+    finally:
+        kill(server)
+    final = {r["id"]: r for r in records(tmp_path / "cut.jsonl")}  # the last record of each id
+    reference = {r["id"]: r for r in records(tmp_path / "whole.jsonl")}
+    assert len(records(tmp_path / "cut.jsonl")) == len(cut) + 6 - 2  # only the unanswered were asked again
+    assert final.keys() == reference.keys() and all(not r["error"] for r in final.values())
+    assert {i: r["answers"] for i, r in final.items()} == {i: r["answers"] for i, r in reference.items()}
