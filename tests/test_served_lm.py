@@ -11,11 +11,10 @@ import sys
 import time
 
 import dspy
-import httpx
 import pytest
 
 from kgqa.lm.adapter import ConstrainedJSONAdapter, choices
-from kgqa.lm.served import LOCAL_ALIAS, free_port, llama_server
+from kgqa.lm.served import LOCAL_ALIAS, free_port, llama_server, start_llama_server, stop_process_group
 from kgqa.specs import make_lm
 from kgqa.workflow import LMUnreachable, check_lm
 from tests.conftest import ROOT, require_local_lm, run_kgqa
@@ -84,28 +83,6 @@ def test_the_served_model_answers_as_the_in_process_one(api_base, program, tmp_p
         assert served["answers"] == local["answers"], (served["question"], served["trace"], local["trace"])
 
 
-def start_served_lm(port: int) -> subprocess.Popen:
-    """`python -m kgqa.lm.served --port PORT`, as a user starts it; returns once it answers."""
-    process = subprocess.Popen([sys.executable, "-m", "kgqa.lm.served", "--port", str(port)], cwd=ROOT,
-                               env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True)
-    deadline = time.monotonic() + 300
-    while True:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2).status_code == 200:
-                return process
-        except httpx.HTTPError:
-            pass
-        assert process.poll() is None and time.monotonic() < deadline, "the served LM did not start"
-        time.sleep(0.5)
-
-
-def kill(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-
-
 def test_an_lm_killed_mid_run_leaves_error_records_and_a_resume_equals_an_uninterrupted_run(program, tmp_path):
     require_local_lm("llama_cpp.server.app")
     port = free_port()
@@ -123,7 +100,7 @@ def test_an_lm_killed_mid_run_leaves_error_records_and_a_resume_equals_an_uninte
     def records(out):
         return [json.loads(line) for line in out.read_text().splitlines()]
 
-    server = start_served_lm(port)
+    server = start_llama_server(port=port)
     try:
         whole = evaluate(tmp_path / "whole.jsonl")
         assert whole.returncode == 0, whole.stderr
@@ -131,18 +108,18 @@ def test_an_lm_killed_mid_run_leaves_error_records_and_a_resume_equals_an_uninte
         while not (tmp_path / "cut.jsonl").exists() or len(records(tmp_path / "cut.jsonl")) < 2:
             assert run.poll() is None, run.stderr.read()
             time.sleep(0.2)
-        kill(server)  # mid-run: two questions answered, four to go
+        stop_process_group(server, sig=signal.SIGKILL)  # mid-run: two questions answered, four to go
         stdout, stderr = run.communicate(timeout=300)
         assert run.returncode == 2 and "the LM did not answer 3 questions in a row, so the run stopped" in stderr, stderr
         assert f"127.0.0.1:{port}/v1/chat/completions did not answer" in stderr and "run the same command again" in stderr
         cut = records(tmp_path / "cut.jsonl")
         errors = [r for r in cut if r["error"]]
         assert len(cut) == len(errors) + 2 >= 5 and all(r["answers"] == [] and r["trace"]["stop_reason"] == "lm_error" for r in errors)
-        server = start_served_lm(port)
+        server = start_llama_server(port=port)
         resumed = evaluate(tmp_path / "cut.jsonl")
         assert resumed.returncode == 0, resumed.stderr
     finally:
-        kill(server)
+        stop_process_group(server, sig=signal.SIGKILL)
     final = {r["id"]: r for r in records(tmp_path / "cut.jsonl")}  # the last record of each id
     reference = {r["id"]: r for r in records(tmp_path / "whole.jsonl")}
     assert len(records(tmp_path / "cut.jsonl")) == len(cut) + 6 - 2  # only the unanswered were asked again

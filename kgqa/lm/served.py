@@ -158,44 +158,64 @@ def llama_server_command(*, port: int, threads: int | None = None, host: str = "
             "--n_ctx", str(n_ctx), "--n_batch", "512", "--cache", "true", "--cache_size", str(cache_bytes)]
 
 
+def wait_until_answering(url: str, process: subprocess.Popen, *, what: str, wait: float = 300.0) -> None:
+    """Return once GET URL answers 200; `ServedLMError` if PROCESS exits first or WAIT seconds pass."""
+    deadline = time.monotonic() + wait
+    while True:
+        if process.poll() is not None:
+            raise ServedLMError(f"{what} exited with status {process.returncode} before serving")
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise ServedLMError(f"{what} did not answer on {url} within {wait:.0f} s")
+        time.sleep(0.5)
+
+
+def start_llama_server(*, port: int, threads: int | None = None, log: Path | None = None, wait: float = 300.0) -> subprocess.Popen:
+    """`llama_cpp.server` on the local model as a subprocess in a session of its own (stop it with
+    `os.killpg`), returned once it answers on 127.0.0.1:PORT (the model is `openai/kgqa-local`)."""
+    from kgqa.lm.local import ensure_engine_runs
+
+    ensure_engine_runs()  # a build that faults on this CPU is one clear error, not a dead server
+    sink = open(log, "ab") if log else subprocess.DEVNULL
+    process = subprocess.Popen(llama_server_command(port=port, threads=threads), stdout=sink, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    if log:
+        sink.close()  # the child has its own copy
+    try:
+        wait_until_answering(f"http://127.0.0.1:{port}/v1/models", process, what="llama_cpp.server" + (f" (its log: {log})" if log else ""),
+                             wait=wait)
+    except ServedLMError:
+        stop_process_group(process)
+        raise
+    return process
+
+
+def stop_process_group(process: subprocess.Popen, *, sig: int = signal.SIGTERM, wait: float = 30.0) -> None:
+    """Stop a process started in a session of its own, and what it started: SIG, then SIGKILL after WAIT seconds."""
+    if process.poll() is None:
+        os.killpg(process.pid, sig)
+        try:
+            process.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
 @contextmanager
 def llama_server(*, threads: int | None = None, port: int | None = None, log: Path | None = None,
                  wait: float = 300.0) -> Iterator[str]:
     """The local model served by `llama_cpp.server` on 127.0.0.1 for the block's duration: yields
     its API base (`http://127.0.0.1:PORT/v1`; the model is `openai/kgqa-local`), stops it by PID."""
-    from kgqa.lm.local import ensure_engine_runs
-
-    ensure_engine_runs()  # a build that faults on this CPU is one clear error, not a dead server
     port = port or free_port()
-    sink = open(log, "wb") if log else subprocess.DEVNULL
-    process = subprocess.Popen(llama_server_command(port=port, threads=threads), stdout=sink, stderr=subprocess.STDOUT,
-                               start_new_session=True)
-    api_base = f"http://127.0.0.1:{port}/v1"
+    process = start_llama_server(port=port, threads=threads, log=log, wait=wait)
     try:
-        deadline = time.monotonic() + wait
-        while True:
-            if process.poll() is not None:
-                raise ServedLMError(f"llama_cpp.server exited with status {process.returncode} before serving"
-                                    + (f" (its log: {log})" if log else ""))
-            try:
-                if httpx.get(f"{api_base}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise ServedLMError(f"llama_cpp.server did not answer on {api_base} within {wait:.0f} s")
-            time.sleep(0.5)
-        yield api_base
+        yield f"http://127.0.0.1:{port}/v1"
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-        if log:
-            sink.close()
+        stop_process_group(process)
 
 
 def free_port() -> int:
