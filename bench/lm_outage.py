@@ -40,8 +40,10 @@ def evaluate(program: Path, data: str, out: Path, *lm_args: str, threads: int, h
                             env={**os.environ, "PYTHONPATH": str(ROOT), "KGQA_HOME": str(home)})
 
 
-def step(name: str, process: subprocess.Popen, out: Path, seconds: float, *, lines_before: int = 0) -> dict:
+def step(name: str, process: subprocess.Popen, out: Path, started: float, *, lines_before: int = 0) -> dict:
+    """Wait for PROCESS (started at monotonic time STARTED) and read what it wrote to OUT."""
     stdout, stderr = process.communicate()
+    seconds = time.monotonic() - started
     lines = out.read_text().splitlines() if out.exists() else []
     written = [json.loads(line) for line in lines[lines_before:]]
     final = list(read_records(out, repair=False).values())
@@ -73,7 +75,7 @@ def main() -> None:
 
     start = time.monotonic()
     local = evaluate(args.program, args.data, args.out / "in-process.jsonl", "--lm", "local", threads=1, home=home)
-    rows.append(step("in process, uninterrupted", local, args.out / "in-process.jsonl", time.monotonic() - start))
+    rows.append(step("in process, uninterrupted", local, args.out / "in-process.jsonl", start))
     print(rows[-1], flush=True)
 
     port = free_port()
@@ -83,7 +85,7 @@ def main() -> None:
     run = evaluate(args.program, args.data, args.out / "served.jsonl", *served, threads=args.threads, home=home)
     time.sleep(args.kill_after)
     stop_process_group(lm, sig=signal.SIGKILL)
-    rows.append(step(f"served, LM SIGKILLed at {args.kill_after:g} s", run, args.out / "served.jsonl", time.monotonic() - start))
+    rows.append(step(f"served, LM SIGKILLed at {args.kill_after:g} s", run, args.out / "served.jsonl", start))
     print(rows[-1], flush=True)
 
     lm = start_llama_server(port=port, log=args.out / "llama-server.log")
@@ -91,8 +93,7 @@ def main() -> None:
         before = len((args.out / "served.jsonl").read_text().splitlines())
         start = time.monotonic()
         again = evaluate(args.program, args.data, args.out / "served.jsonl", *served, threads=args.threads, home=home)
-        rows.append(step("served, LM restarted, same command again", again, args.out / "served.jsonl", time.monotonic() - start,
-                         lines_before=before))
+        rows.append(step("served, LM restarted, same command again", again, args.out / "served.jsonl", start, lines_before=before))
         print(rows[-1], flush=True)
     finally:
         stop_process_group(lm)
@@ -106,7 +107,7 @@ def main() -> None:
              "| step | exit | s | records written | answered | LM errors | done | Hits@1 | LM failures/q | fallbacks/q | what the user saw |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        said = (r["last_stderr_line"] or r["summary_errors_line"]).replace("|", "/")
+        said = (r["last_stderr_line"] if r["exit_status"] else r["summary_errors_line"].strip("| ")).replace("|", "/")
         lines.append(f"| {r['step']} | {r['exit_status']} | {r['seconds']} | {r['records_written']} | {r['answered']} | {r['lm_errors']} "
                      f"| {r['questions_done']} | {r['hits1']} | {r['llm_failures_per_q']} | {r['fallbacks_per_q']} | {said} |")
     lines += ["", f"Answers after the resume equal the in-process run's for {same}/{len(reference)} questions."]

@@ -177,7 +177,7 @@ def evaluate(
     todo = [ex for ex in unique if ex.id not in done or unfinished(done[ex.id])]
     lock = threading.Lock()
     bar = _progress(len(unique), len(unique) - len(todo)) if progress else None
-    outage: list[dict] = []  # the latest records the LM did not answer, in a row
+    outage: list[dict] = []  # the latest records the LM did not answer, in a row (in the order they ended)
     down = threading.Event()
 
     def answer(example: dspy.Example) -> dict | None:
@@ -186,10 +186,15 @@ def evaluate(
         start = time.perf_counter()
         try:
             prediction = program(question=example.question, topic_entities=example.topic_entities)
-            return record_for(example, prediction, None, time.perf_counter() - start)
+            record = record_for(example, prediction, None, time.perf_counter() - start)
         except Exception as exc:  # one question failing must not stop the run: it becomes the record
             log.warning("question %s failed: %s: %s", example.id, type(exc).__name__, exc)
-            return record_for(example, None, f"{type(exc).__name__}: {exc}"[:500], time.perf_counter() - start)
+            record = record_for(example, None, f"{type(exc).__name__}: {exc}"[:500], time.perf_counter() - start)
+        with lock:  # counted here, before this thread takes its next question
+            outage[:] = [*outage, record] if unfinished(record) else []
+            if stop_after and len(outage) >= stop_after:
+                down.set()
+        return record
 
     with out.open("ab") as handle:
 
@@ -202,9 +207,6 @@ def evaluate(
                 handle.flush()
                 os.fsync(handle.fileno())
                 done[record["id"]] = record
-                outage[:] = [*outage, record] if unfinished(record) else []
-                if stop_after and len(outage) >= stop_after:
-                    down.set()
                 if bar is not None:
                     bar.update(1)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import pickle
+import threading
+import time
 
 import dspy
 import pytest
@@ -101,26 +103,32 @@ def test_lm_outages_are_error_records_that_a_rerun_answers_as_an_uninterrupted_r
     assert second.lm_errors == 0 and second.errors == 0 and second.hits1 == clean.hits1
 
 
-def test_an_lm_that_goes_down_stops_the_run_after_a_few_questions_and_keeps_every_record(kg, questions, tmp_path):
+@pytest.mark.parametrize("threads", [1, 2])
+def test_an_lm_that_goes_down_stops_the_run_after_a_few_questions_and_keeps_every_record(kg, questions, tmp_path, threads):
     calls = {"n": 0}
     inner = demo_oracle().scripted
+    lock = threading.Lock()
 
     class DiesAfterTen:
         def complete(self, request):
-            calls["n"] += 1
-            if calls["n"] > 10:
+            with lock:
+                calls["n"] += 1
+                dead = calls["n"] > 10
+            if dead:
+                time.sleep(0.05)  # a refused connection, after its retries
                 raise ConnectionRefusedError("[Errno 111] Connection refused")
             return inner.complete(request)
 
     with dspy.context(lm=dspy.LM("openai/kgqa-local", engine=DiesAfterTen(), cache=False, num_retries=0)):
-        with pytest.raises(LMDown, match=r"did not answer 3 questions in a row.*openai/kgqa-local did not answer: "
-                                         r"ConnectionRefusedError.*run the same command again") as stopped:
-            evaluate(KGQA(kg), questions[:20], out=tmp_path / "p.jsonl", progress=False)
+        with pytest.raises(LMDown, match=rf"did not answer {3 if threads == 1 else '[34]'} questions in a row.*openai/kgqa-local "
+                                         r"did not answer: ConnectionRefusedError.*run the same command again") as stopped:
+            evaluate(KGQA(kg), questions[:20], out=tmp_path / "p.jsonl", progress=False, threads=threads)
     records = read_records(tmp_path / "p.jsonl")
     errors = [r for r in records.values() if r["error"]]
-    assert len(errors) == 3 and len(records) < 20 and calls["n"] == 10 + 3  # one failed call per question, then no more
+    # one failed call per question, then no more: the third in a row stops it, and no thread starts another question
+    assert 3 <= len(errors) <= 3 + threads - 1 and len(records) < 20 and calls["n"] <= 10 + len(errors) + threads - 1
     assert all(r["trace"]["stop_reason"] == "lm_error" and r["answers"] == [] for r in errors)
-    assert stopped.value.summary.questions == len(records) and stopped.value.summary.lm_errors == 3
+    assert stopped.value.summary.questions == len(records) and stopped.value.summary.lm_errors == len(errors)
     with dspy.context(lm=demo_oracle()):
         resumed = evaluate(KGQA(kg), questions[:20], out=tmp_path / "p.jsonl", progress=False)
     assert resumed.questions == 20 and resumed.errors == 0
