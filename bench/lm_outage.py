@@ -107,7 +107,8 @@ def main() -> None:
              "| step | exit | s | records written | answered | LM errors | done | Hits@1 | LM failures/q | fallbacks/q | what the user saw |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        said = (r["last_stderr_line"] if r["exit_status"] else r["summary_errors_line"].strip("| ")).replace("|", "/")
+        summary_line = ": ".join(part.strip() for part in r["summary_errors_line"].strip("| ").split("|"))
+        said = (r["last_stderr_line"] if r["exit_status"] else summary_line).replace("|", "/")
         lines.append(f"| {r['step']} | {r['exit_status']} | {r['seconds']} | {r['records_written']} | {r['answered']} | {r['lm_errors']} "
                      f"| {r['questions_done']} | {r['hits1']} | {r['llm_failures_per_q']} | {r['fallbacks_per_q']} | {said} |")
     lines += ["", f"Answers after the resume equal the in-process run's for {same}/{len(reference)} questions."]

@@ -46,3 +46,15 @@ def test_demo_compiles_evaluates_and_answers(tmp_path):
     assert (tmp_path / "demo" / "program.json").is_file() and (tmp_path / "mlflow.db").is_file()
     assert "demo test (demo:test[0:6])" in result.stdout and "| Hits@1             | 1.000 |" in result.stdout
     assert "Q: Who directed Parasite?\nA: Bong Joon-ho" in result.stdout
+
+
+def test_ask_exits_non_zero_when_the_lm_stops_answering(tmp_path, demo_store):
+    from kgqa.kg import KnowledgeGraph
+    from kgqa.programs import KGQA
+    from kgqa.programs.saving import save_program
+
+    save_program(KGQA(KnowledgeGraph(demo_store, profile="freebase")), tmp_path / "program", settings={"kg": "demo"})
+    result = kgqa("ask", "Who directed Parasite?", "--program", str(tmp_path / "program"), "--lm",
+                  "py:tests.programs.oracle:lm_down_after_check")
+    assert result.returncode == 1 and "answers:" not in result.stdout
+    assert "no answer (lm_error): the LM scripted/kgqa did not answer: ConnectionRefusedError" in result.stderr

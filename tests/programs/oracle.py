@@ -104,3 +104,15 @@ def logged_demo_oracle():
     for key, handler in list(handlers.items()):
         handlers[key] = logged(handler)
     return lm
+
+
+
+def lm_down_after_check():
+    """`--lm py:tests.programs.oracle:lm_down_after_check`: answers the one-line check before a run
+    (a plain prompt), then refuses every step's call, as a server that died between them would."""
+
+    def refused(inputs):
+        raise ConnectionRefusedError("[Errno 111] Connection refused")
+
+    steps = ("topic_kind", "relations_to_follow", "entities_to_keep", "reached_answer", "entities_to_resume", "chosen_answer")
+    return scripted_lm({step: refused for step in steps})
