@@ -144,10 +144,10 @@ class Answering:
                 prediction = self.program(question=question, topic_entities=topics, deadline=deadline)
             trace = prediction.trace
             predictions.append({"answers": list(prediction.answers), "paths": list(prediction.paths), "trace": trace.to_dict()})
-            if trace.llm_calls > trace.llm_failures and trace.stop_reason is not StopReason.LM_ERROR:
-                self.last_answer = time.monotonic()
-            elif trace.stop_reason is StopReason.LM_ERROR:
+            if trace.stop_reason is StopReason.LM_ERROR:
                 self.last_answer = None
+            elif trace.llm_calls > trace.llm_failures:
+                self.last_answer = time.monotonic()
             if trace.stop_reason in {StopReason.LM_ERROR, StopReason.KG_ERROR, StopReason.CUT}:
                 return
 
