@@ -16,10 +16,13 @@ from dataclasses import dataclass, field
 from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from kgqa.kg import queries
+from kgqa.kg.errors import KGError
+from kgqa.kg.names import NameIndex
 from kgqa.kg.profiles import KGProfile, get_profile
 from kgqa.kg.terms import XSD, Direction, Node, RdfTerm, check_text, normalize_label
 
 K = TypeVar("K")
+_INDEX_LOCK = threading.Lock()
 V = TypeVar("V")
 Row = dict[str, RdfTerm]
 
@@ -118,6 +121,7 @@ class KnowledgeGraph:
         self.max_neighbours = min(max_neighbours, max_rows - 1)
         self.scan_labels = scan_labels
         self.stats = KGStats()
+        self._name_index: dict[str, NameIndex] = {}  # built once, shared by every scoped view
 
     def __repr__(self) -> str:
         return f"KnowledgeGraph({self.backend.describe()}, profile={self.profile.name!r})"
@@ -293,6 +297,42 @@ class KnowledgeGraph:
         if missing and self.scan_labels:
             matches.update(self._linked(queries.link_scan(missing, predicates=predicates)))
         return {label: tuple(sorted(matches.get(norm, ()))) for label, norm in wanted.items()}
+
+    def all_names(self, *, limit: int = 5_000_000) -> list[tuple[str, str]]:
+        """Every (entity, name or alias) of the graph, in one query: what a `NameIndex` is built from.
+        A graph with more names than `limit` (a full Freebase) is a KGError."""
+        predicates = tuple(dict.fromkeys(self.profile.name_predicates + self.profile.alias_predicates))
+        rows = self._select(queries.all_names(predicates=predicates, lang=self.profile.name_lang, limit=limit + 1))
+        if len(rows) > limit:
+            raise KGError(f"{self.backend.describe()} has more than {limit:,} names: too many to index in memory")
+        found = []
+        for row in rows:
+            entity = self.profile.entity_id(row["e"].value)
+            if entity is not None:
+                found.append((entity, row["name"].value))
+        return found
+
+    def name_index(self) -> NameIndex:
+        """The graph's `NameIndex`: loaded from beside an on-disk store when it was built for the same
+        triples, else built from `all_names` (and saved there), once per client."""
+        with _INDEX_LOCK:
+            if "index" not in self._name_index:
+                directory, stamp = getattr(self.backend, "path", None), self._stamp()
+                index = NameIndex.load(directory, stamp=stamp) if directory else None
+                if index is None:
+                    index = NameIndex(self.all_names())
+                    if directory:
+                        index.save(directory, stamp=stamp)
+                self._name_index["index"] = index
+            return self._name_index["index"]
+
+    def _stamp(self) -> str:
+        """What the saved index must have been built from: the backend and its size, where it tells it."""
+        try:
+            size = len(self.backend)
+        except TypeError:
+            size = None
+        return f"{self.profile.name}:{size}"
 
     def ping(self) -> float:
         """Seconds a one-row query took: the graph answers (else `KGError`, as any query)."""

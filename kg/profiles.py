@@ -80,6 +80,8 @@ class KGProfile:
     relations: Codec
     name_predicates: tuple[str, ...] = (RDFS_LABEL,)
     name_lang: str | None = "en"
+    # Other names of an entity, used to find it from a question (not to display it).
+    alias_predicates: tuple[str, ...] = ()
     # Relations never offered to a walk: IRI prefixes of the relation ids, and substrings.
     skip_relation_prefixes: tuple[str, ...] = ()
     skip_relation_substrings: tuple[str, ...] = ()
@@ -148,6 +150,7 @@ FREEBASE = KGProfile(
     relations=PrefixCodec(FREEBASE_NS, _FREEBASE_RELATION),
     name_predicates=(FREEBASE_NS + "type.object.name",),
     name_lang="en",
+    alias_predicates=(FREEBASE_NS + "common.topic.alias",),
     skip_relation_prefixes=("type.object.", "common.", "freebase."),
     skip_relation_substrings=("sameAs",),
     step_through_unnamed=True,
@@ -196,6 +199,7 @@ GENERIC = KGProfile(
     relations=IriCodec(),
     name_predicates=(RDFS_LABEL, SKOS_PREF_LABEL),
     name_lang="en",
+    alias_predicates=("http://www.w3.org/2004/02/skos/core#altLabel",),
     skip_relation_prefixes=(),
     skip_relation_substrings=("#label", "#prefLabel", "sameAs"),
 )

@@ -144,6 +144,11 @@ def names(entity_iris: Sequence[str], *, predicates: Sequence[str], lang: str | 
     )
 
 
+def all_names(*, predicates: Sequence[str], lang: str | None, limit: int) -> str:
+    """Every (entity, name) through the name and alias predicates."""
+    return f"SELECT ?e ?name WHERE {{ {_named('?e', predicates=predicates, lang=lang)} FILTER(isIRI(?e)) }} LIMIT {int(limit)}"
+
+
 def link(label_forms: Sequence[str], *, predicates: Sequence[str], lang: str | None) -> str:
     """Entities whose name is one of the given surface forms, plain or language-tagged."""
     literals = [sparql_string(form) for form in label_forms]

@@ -16,7 +16,7 @@ from kgqa.kg import KnowledgeGraph
 from kgqa.lm.errors import LMUnavailable
 from kgqa.optimizers.teleprompters import Budget, compile_program
 from kgqa.programs import KGProgram, WalkConfig, make_program
-from kgqa.programs.saving import CONFIG_FILE, PROGRAM_FILE, save_program
+from kgqa.programs.saving import CONFIG_FILE, LINKING_FILE, PROGRAM_FILE, save_program
 from kgqa.programs.trace import Trace
 
 
@@ -75,6 +75,8 @@ def compile_to_dir(
             tracking.log_metrics("dev_after_", summaries["after"].as_dict())
         tracking.log_artifact(out / PROGRAM_FILE)
         tracking.log_artifact(out / CONFIG_FILE)
+        if (out / LINKING_FILE).is_file():
+            tracking.log_artifact(out / LINKING_FILE)
         serving.log_model(out, registered_name=register)
     return summaries
 

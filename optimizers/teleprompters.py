@@ -5,18 +5,25 @@ has them, so bootstrapped demos come only from walks that were right at every st
 Raw labeled demos stay off by default (`max_labeled_demos=0`): a raw training example holds only
 question and answers, which no intermediate step of the walk can use as a demo. Where the
 trainset has gold paths, the plan step's demos are a pool of gold plans, `plan_demos` of each chain
-length; a walk shows each question the few nearest it (`WalkConfig.demos_per_call`).
+length; a walk shows each question the few nearest it (`WalkConfig.demos_per_call`). Every
+teleprompter but `none` also fits the linker of questions without ids (`programs.linking`) to the
+trainset's gold topic entities.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import dspy
 
 from kgqa.evaluate.metrics import feedback, walk_metric
+from kgqa.kg import KGError, KnowledgeGraph
 from kgqa.optimizers.labels import choice_demos, interleave_depths, labeled_teacher, plan_demos
+from kgqa.programs.linking import Linker
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -159,8 +166,22 @@ def compile_program(
         # Counting hops is what a small planner gets wrong, and a random search draws demo sets that
         # may show no 1-hop plan at all: the plan step gets a pool of gold plans of every length instead.
         compiled.plan.demos = plan_demos(trainset, per_depth=budget.plan_demos, kg=kg)
+    if hasattr(compiled, "linker"):
+        compiled.linker = fit_linker(compiled.linker, trainset, kg=kg)
     if spec.labeled and budget.plan_demos and hasattr(compiled, "choose_answer"):
         # Likewise the answer step, labeled by the gold answers: a pool of gold choices, each
         # question shown the nearest in shape.
         compiled.choose_answer.demos = choice_demos(compiled, trainset, limit=budget.plan_demos)
     return compiled
+
+
+def fit_linker(linker: Linker, trainset: Sequence[dspy.Example], *, kg: KnowledgeGraph | None) -> Linker:
+    """The linker of questions without ids, learned from the trainset's gold topic entities over the
+    program's graph; the one given when there is no such graph or too few such questions."""
+    if kg is None:
+        return linker
+    try:
+        return Linker.fit(trainset, kg.name_index())
+    except (ValueError, KGError) as exc:
+        log.warning("the entity linker stays untrained: %s", exc)
+        return linker

@@ -29,6 +29,7 @@ from kgqa.lm.errors import LMUnavailable
 from kgqa.programs.config import WalkConfig
 from kgqa.programs.deadline import Cut, Deadline
 from kgqa.programs.embedder import Embedder
+from kgqa.programs.linking import Linker
 from kgqa.programs.selection import select
 from kgqa.programs.trace import StopReason, Trace, token_totals
 from kgqa.programs.trails import Hop, Trail
@@ -89,12 +90,18 @@ class KGProgram(dspy.Module):
     is not a fallback) and a run cut by its `deadline` (`StopReason.CUT`)."""
 
     def __init__(
-        self, kg: KnowledgeGraph | None = None, *, config: WalkConfig | None = None, embedder: Embedder | None = None
+        self,
+        kg: KnowledgeGraph | None = None,
+        *,
+        config: WalkConfig | None = None,
+        embedder: Embedder | None = None,
+        linker: Linker | None = None,
     ) -> None:
         super().__init__()
         self.kg = kg
         self.config = config or WalkConfig()
         self.embedder = embedder or Embedder()
+        self.linker = linker or Linker()
 
     def forward(
         self, question: str, topic_entities: Sequence[str] | None = None, *, deadline: Deadline | None = None
@@ -152,10 +159,14 @@ class KGProgram(dspy.Module):
             topics = [Node(e, name=name) for e, name in found.items()]
             missing = [e for e in given if e not in found and not linked.get(e)]
             return topics, (f"unknown topic entities: {', '.join(map(repr, missing))}" if not topics else None)
-        spans = _BRACKETED.findall(state.question) or _ngrams(state.question)
-        linked = kg.link(spans)
-        chosen = _longest_matches(state.question, {s: ids for s, ids in linked.items() if ids})
-        topics = [Node(e, name=label) for label in chosen for e in linked[label]]
+        bracketed = _BRACKETED.findall(state.question)
+        if bracketed:  # the question marks its entities: their names, exactly
+            linked = kg.link(bracketed)
+            topics = [Node(e, name=label) for label in bracketed for e in linked[label]]
+        else:
+            linking = self.linker.link(state.question, kg.name_index())
+            state.trace.linking = linking.to_dict()
+            topics = [Node(c.entity, name=c.name) for c in linking.linked]
         return topics, None if topics else "no entity of the question was found in the KG by its name"
 
     def _onward(self, state: WalkState, trail: Trail, relations: dict) -> list[Edge]:
@@ -325,19 +336,3 @@ def _demo_shape(question: str, topic: str) -> str:
     """A demo's question shape, its topic names (joined by ", ") blanked out. Cached: a pool of
     1,500 demos is matched against every question, and shaping it anew took ~0.1 s a call."""
     return question_shape(question, topic.split(", "))
-
-
-def _ngrams(question: str, longest: int = 6) -> list[str]:
-    words = re.findall(r"[\w'.,:&-]+", question)
-    words = [w.strip(".,:?") or w for w in words]
-    grams = {" ".join(words[i : i + n]) for n in range(1, longest + 1) for i in range(len(words) - n + 1)}
-    return sorted(g for g in grams if g.strip())
-
-
-def _longest_matches(question: str, linked: dict[str, tuple[str, ...]]) -> list[str]:
-    """Linked spans, longest first, skipping spans inside an already chosen one."""
-    chosen: list[str] = []
-    for span in sorted(linked, key=lambda s: (-len(s), s)):
-        if not any(span.lower() in c.lower() for c in chosen):
-            chosen.append(span)
-    return chosen

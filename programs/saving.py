@@ -1,5 +1,6 @@
-"""A compiled program on disk: `DIR/program.json` (DSPy state, JSON only) and `DIR/config.json`
-(graph, profile, LM, knobs, data, optimizer, versions). Loading checks the JSON's shape before
+"""A compiled program on disk: `DIR/program.json` (DSPy state, JSON only), `DIR/config.json`
+(graph, profile, LM, knobs, data, optimizer, versions) and, once compiled, `DIR/linking.json` (the
+entity linker's counts and weights). Loading checks the JSON's shape before
 DSPy sees it, so a tampered file is a clear error and nothing in it is executed."""
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from kgqa.errors import KGQAError
 from kgqa.kg import KnowledgeGraph
 from kgqa.programs.base import KGProgram
 from kgqa.programs.config import WalkConfig
+from kgqa.programs.linking import Linker
 
-PROGRAM_FILE, CONFIG_FILE = "program.json", "config.json"
+PROGRAM_FILE, CONFIG_FILE, LINKING_FILE = "program.json", "config.json", "linking.json"
 MAX_FILE_BYTES = 50_000_000
 MAX_STRING = 200_000
 _PREDICTOR_KEYS = {"traces", "train", "demos", "signature", "lm"}
@@ -41,6 +43,11 @@ def save_program(program: KGProgram, directory: str | Path, *, settings: dict) -
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     program.save(str(directory / PROGRAM_FILE))
+    linking = directory / LINKING_FILE
+    if program.linker.trained:
+        linking.write_text(json.dumps(program.linker.to_dict(), ensure_ascii=False))
+    else:
+        linking.unlink(missing_ok=True)
     saved = {**settings, "strategy": strategy_name(program), "walk": program.config.to_dict(), "versions": versions()}
     (directory / CONFIG_FILE).write_text(json.dumps(saved, indent=2, default=str) + "\n")
     return directory
@@ -81,6 +88,14 @@ def load_program(directory: str | Path, kg: KnowledgeGraph, *, settings: dict | 
         program.load(str(path))
     except Exception as exc:  # DSPy raises many kinds on a state that does not fit
         raise ProgramFileError(f"{path}: cannot load: {type(exc).__name__}: {exc}") from None
+    linking = directory / LINKING_FILE
+    if linking.is_file():
+        state = _read_json(linking)
+        _check_strings(state, linking)
+        try:
+            program.linker = Linker.from_dict(state)
+        except (ValueError, TypeError) as exc:
+            raise ProgramFileError(f"{linking}: {exc}") from None
     return program
 
 

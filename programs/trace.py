@@ -67,6 +67,7 @@ class Trace:
     reflections: int = 0
     topic_entities: list[str] = field(default_factory=list)
     topic_names: list[str] = field(default_factory=list)
+    linking: dict = field(default_factory=dict)  # a question without ids: its mentions, candidates and linked entities
     dropped_selections: int = 0
     dropped_examples: list[str] = field(default_factory=list)
     fallbacks: int = 0

@@ -1,0 +1,204 @@
+"""Finding entity names in a question as a user writes it: any case, accents or none, partial names,
+small misspellings, demonyms.
+
+`NameIndex` holds every (entity, name) pair of a graph (names and aliases, `KnowledgeGraph.all_names`)
+under a token normal form, and answers `mentions(question)`: every span of the question that names
+some entity, each with the entity, the name it matched and how (`exact`, `variant`, `partial`,
+`fuzzy`). It is built once per store and saved beside it (`save`/`load`); which mentions are the
+question's topic entities is the linker's decision (`kgqa.programs.linking`), not the index's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import unicodedata
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+INDEX_FILE = "names.json"
+VERSION = 1
+# Words that start no mention on their own: a name made of them only ("The", "Who") is matched only
+# exactly and in full.
+STOPWORDS = frozenset(
+    "a an and are as at be by did do does for from has have he her his how in is it its of on or she "
+    "that the their they this to was were what when where which who whom whose why will with".split()
+)
+LONGEST_MENTION = 8  # tokens
+PREFIX = 4  # characters of a token that find names spelled a little differently (jamaican -> jamaica)
+COMMON_POSTING = 400  # a token or prefix in more names than this finds no fuzzy candidates by itself
+
+
+def fold(text: str) -> str:
+    """Lower case, accents removed, possessive 's dropped, "&" read as "and"."""
+    text = unicodedata.normalize("NFKD", text)
+    text = "".join(c for c in text if not unicodedata.combining(c)).casefold()
+    text = re.sub(r"['’]s\b", "", text)
+    return text.replace("&", " and ")
+
+
+def tokens(text: str) -> tuple[str, ...]:
+    return tuple(re.findall(r"[a-z0-9]+", fold(text)))
+
+
+def _variants(name: str) -> set[tuple[str, ...]]:
+    """Other ways a name is written: without its parenthesis or its part after a comma ("Monte
+    Alto, São Paulo" -> "monte alto"), without a leading "the", initials joined ("J. R. R. Tolkien"
+    -> "jrr tolkien")."""
+    full = tokens(name)
+    forms = {full, tokens(re.sub(r"\s*\(.*?\)", "", name)), tokens(name.split(",")[0])}
+    forms |= {form[1:] for form in forms if len(form) > 1 and form[0] == "the"}
+    for form in list(forms):
+        joined, run = [], ""
+        for token in form:
+            if len(token) == 1:
+                run += token
+            else:
+                joined += [run] if run else []
+                joined.append(token)
+                run = ""
+        forms.add(tuple(joined + ([run] if run else [])))
+    variants = {form for form in forms if form and not all(t in STOPWORDS for t in form)}  # not "the who" -> "who"
+    return variants | {full} if full else set()
+
+
+def trigram_similarity(a: str, b: str) -> float:
+    """Dice coefficient of the padded character trigrams of two folded strings."""
+    def grams(text: str) -> set[str]:
+        padded = f"  {text} "
+        return {padded[i : i + 3] for i in range(len(padded) - 2)}
+
+    x, y = grams(a), grams(b)
+    return 2 * len(x & y) / (len(x) + len(y)) if x and y else 0.0
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A question span [start, end) (in `tokens(question)`) that names `entity` by `name`."""
+
+    start: int
+    end: int
+    text: str  # the span, folded
+    entity: str
+    name: str
+    how: str  # exact | variant | partial | fuzzy
+    similarity: float  # 1.0 for exact; trigram similarity of span and name otherwise
+
+    def to_dict(self) -> dict:
+        return {"span": self.text, "entity": self.entity, "name": self.name, "how": self.how,
+                "similarity": round(self.similarity, 3)}
+
+
+class NameIndex:
+    """Every (entity, name) pair of a graph, looked up by token normal form.
+
+    >>> index = NameIndex([("m.1", "Monte Alto, São Paulo"), ("m.2", "Miley Cyrus")])
+    >>> [(m.entity, m.how) for m in index.mentions("a movie starring Mylie Cyrus in monte alto")]
+    [('m.2', 'fuzzy'), ('m.1', 'variant')]
+    """
+
+    def __init__(self, names: Iterable[tuple[str, str]], *, fuzzy_cutoff: float = 0.6) -> None:
+        self.names: list[tuple[str, str]] = list(dict.fromkeys((e, n) for e, n in names if tokens(n)))
+        self.fuzzy_cutoff = fuzzy_cutoff
+        self._forms: dict[tuple[str, ...], list[tuple[int, bool]]] = defaultdict(list)  # form -> (name, is_full)
+        self._postings: dict[str, list[int]] = defaultdict(list)  # token or prefix -> names
+        self._folded: list[str] = []
+        self._by_name: dict[str, list[str]] = defaultdict(list)
+        self._first_name: dict[str, str] = {}
+        for i, (entity, name) in enumerate(self.names):
+            self._first_name.setdefault(entity, name)
+            full = tokens(name)
+            self._folded.append(" ".join(full))
+            self._by_name[name].append(entity)
+            for form in _variants(name):
+                self._forms[form].append((i, form == full))
+            for key in {k for t in full if t not in STOPWORDS for k in (t, "~" + t[:PREFIX])}:
+                self._postings[key].append(i)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def entities_named(self, name: str) -> list[str]:
+        """The entities with exactly this name or alias."""
+        return list(self._by_name.get(name, ()))
+
+    def resolve(self, entity_or_name: str) -> list[tuple[str, str]]:
+        """(entity, name) for an entity id the index holds, else for every entity of that exact name."""
+        if entity_or_name in self._first_name:
+            return [(entity_or_name, self._first_name[entity_or_name])]
+        return [(entity, entity_or_name) for entity in self._by_name.get(entity_or_name, ())]
+
+    def mentions(self, question: str) -> list[Mention]:
+        """Every span of the question that names an entity, at most one mention per (span, entity)."""
+        words = tokens(question)
+        found: dict[tuple[int, int, str], Mention] = {}
+
+        def keep(mention: Mention) -> None:
+            key = (mention.start, mention.end, mention.entity)
+            if key not in found or mention.similarity > found[key].similarity:
+                found[key] = mention
+
+        for start in range(len(words)):
+            for end in range(start + 1, min(len(words), start + LONGEST_MENTION) + 1):
+                span = words[start:end]
+                text = " ".join(span)
+                for i, is_full in self._forms.get(span, ()):
+                    entity, name = self.names[i]
+                    keep(Mention(start, end, text, entity, name, "exact" if is_full else "variant", 1.0 if is_full else 0.95))
+                if all(t in STOPWORDS for t in span) or end - start > 4:
+                    continue
+                for i in self._near(span):
+                    entity, name = self.names[i]
+                    folded = self._folded[i]
+                    similarity = trigram_similarity(text, folded)
+                    if similarity < self.fuzzy_cutoff or folded == text:
+                        continue
+                    partial = _contains(folded.split(), span)
+                    keep(Mention(start, end, text, entity, name, "partial" if partial else "fuzzy", similarity))
+        return sorted(found.values(), key=lambda m: (m.start, -m.end, -m.similarity, m.entity))
+
+    def _near(self, span: tuple[str, ...]) -> set[int]:
+        """Names sharing a (non-stop) word or a word's first letters with the span."""
+        near: set[int] = set()
+        for token in span:
+            if token in STOPWORDS:
+                continue
+            for key in (token, "~" + token[:PREFIX]):
+                posting = self._postings.get(key, ())
+                if len(posting) <= COMMON_POSTING:
+                    near.update(posting)
+        return near
+
+    # -- kept beside the store -----------------------------------------------------------------
+
+    def save(self, directory: str | Path, *, stamp: str = "") -> Path:
+        """Write the index into `directory`; `stamp` says what it was built from (checked by `load`)."""
+        path = Path(directory) / INDEX_FILE
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        data = {"version": VERSION, "stamp": stamp, "names": self.names}
+        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def load(cls, directory: str | Path, *, stamp: str = "") -> NameIndex | None:
+        """The index saved in `directory`, or None when there is none, it is unreadable, of another
+        version, or was built from something else (`stamp`)."""
+        path = Path(directory) / INDEX_FILE
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or data.get("version") != VERSION or data.get("stamp") != stamp:
+            return None
+        if not isinstance(data.get("names"), list) or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in data["names"]):
+            return None
+        return cls((e, n) for e, n in data["names"])
+
+
+def _contains(words: list[str], span: tuple[str, ...]) -> bool:
+    n = len(span)
+    return any(tuple(words[i : i + n]) == span for i in range(len(words) - n + 1))

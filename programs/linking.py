@@ -1,0 +1,320 @@
+"""Topic entities for a question without ids: which of the names it mentions is it about?
+
+`NameIndex.mentions` finds every span that names some entity (exact, a variant, part of a name, a
+near spelling). `Linker.link` scores each candidate entity by what its best mention looks like
+(how close, how long, capitalised, inside a longer name) and by what compiling learned from training
+questions and their gold topic entities (`Linker.fit`):
+- how often a span is a common word of questions ("location", "city", "composer") rather than a name,
+- how often a span that names something was a gold topic, and how often each entity was,
+- words that stand for a topic entity the question never names ("WW2" -> World War II,
+  "brother" -> Male): a lexicon kept where it held on several training questions.
+It keeps the best candidates whose spans do not overlap, down to a threshold tuned on held-out
+training questions, and always at least one when there is any. An uncompiled linker ranks by match
+quality alone.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from kgqa.kg.names import STOPWORDS, Mention, NameIndex, tokens
+
+HOWS = ("exact", "variant", "partial", "fuzzy", "lexicon")
+FEATURES = (
+    "similarity", "span_words", "name_words", "coverage", "capitalised", "lower_case_question",
+    "capitalised_in_cased_question", "question_share", "log_question_share", "link_prior", "entity_prior",
+    "stopword_span", "inside_exact", "inside_any", "exact_capitalised", *(f"how_{h}" for h in HOWS),
+)
+LEXICON_MIN_QUESTIONS = 3
+LEXICON_MIN_PRECISION = 0.5
+KEPT_SHARE_MIN = 2  # n-grams seen in fewer training questions than this are not kept
+
+
+@dataclass
+class Candidate:
+    entity: str
+    name: str
+    mention: Mention | None  # None for a lexicon entry
+    features: dict[str, float]
+    score: float = 0.0
+
+    @property
+    def span(self) -> tuple[int, int] | None:
+        return (self.mention.start, self.mention.end) if self.mention else None
+
+    def to_dict(self) -> dict:
+        return {"entity": self.entity, "name": self.name, "score": round(self.score, 3),
+                "span": self.mention.text if self.mention else None,
+                "how": self.mention.how if self.mention else "lexicon"}
+
+
+@dataclass
+class Linking:
+    """What linking saw and chose, as the trace keeps it."""
+
+    mentions: list[Mention]
+    candidates: list[Candidate]
+    linked: list[Candidate]
+
+    def to_dict(self, *, shown: int = 10) -> dict:
+        return {
+            "mentions": sorted({m.text for m in self.mentions}),
+            "candidates": [c.to_dict() for c in self.candidates[:shown]],
+            "linked": [c.to_dict() for c in self.linked],
+        }
+
+
+@dataclass
+class LinkStats:
+    """Counts from training questions (by folded span text or entity name)."""
+
+    questions: int = 0
+    question_share: dict[str, int] = field(default_factory=dict)  # n-gram -> training questions holding it
+    span_matched: dict[str, int] = field(default_factory=dict)  # span -> questions where it named something
+    span_gold: dict[str, int] = field(default_factory=dict)  # ... and named a gold topic
+    entity_seen: dict[str, int] = field(default_factory=dict)  # entity name -> questions it was a candidate in
+    entity_gold: dict[str, int] = field(default_factory=dict)  # ... and a gold topic
+    lexicon: dict[str, list[tuple[str, float]]] = field(default_factory=dict)  # n-gram -> [(entity id or name, precision)]
+
+
+@dataclass
+class Linker:
+    """Scores candidates with a logistic model over `FEATURES`; untrained, by match quality alone."""
+
+    stats: LinkStats = field(default_factory=LinkStats)
+    weights: dict[str, float] = field(default_factory=dict)  # feature -> weight on the standardised feature
+    means: dict[str, float] = field(default_factory=dict)
+    scales: dict[str, float] = field(default_factory=dict)
+    bias: float = 0.0
+    threshold: float = 0.5
+
+    @property
+    def trained(self) -> bool:
+        return bool(self.weights)
+
+    # -- linking ----------------------------------------------------------------------------------
+
+    def link(self, question: str, index: NameIndex) -> Linking:
+        mentions = index.mentions(question)
+        candidates = self.candidates(question, mentions, index)
+        for candidate in candidates:
+            candidate.score = self._score(candidate.features)
+        candidates.sort(key=lambda c: (-c.score, c.entity))
+        return Linking(mentions, candidates, self._choose(candidates))
+
+    def candidates(self, question: str, mentions: Sequence[Mention], index: NameIndex) -> list[Candidate]:
+        """One candidate per entity, by its best mention, plus lexicon entries the question triggers."""
+        words, cased = tokens(question), _cased_tokens(question)
+        capitals = [w[:1].isupper() for w in cased] if len(cased) == len(words) else None
+        lower = float(question[1:] == question[1:].lower())
+        stats = self.stats
+        best: dict[str, Candidate] = {}
+        for mention in mentions:
+            capitalised = sum(capitals[mention.start : mention.end]) / (mention.end - mention.start) if capitals else 0.5
+            share = stats.question_share.get(mention.text, 0) / max(stats.questions, 1)
+            features = {
+                "similarity": mention.similarity,
+                "span_words": mention.end - mention.start,
+                "name_words": len(tokens(mention.name)),
+                "capitalised": capitalised,
+                "lower_case_question": lower,
+                "capitalised_in_cased_question": capitalised * (1 - lower),
+                "question_share": share,
+                "log_question_share": math.log(share + 1e-4),
+                "link_prior": _smoothed(stats.span_gold.get(mention.text, 0), stats.span_matched.get(mention.text, 0)),
+                "entity_prior": _smoothed(stats.entity_gold.get(mention.name, 0), stats.entity_seen.get(mention.name, 0)),
+                "stopword_span": float(all(t in STOPWORDS for t in mention.text.split())),
+                "exact_capitalised": float(mention.how == "exact") * capitalised,
+                **{f"how_{h}": float(mention.how == h) for h in HOWS},
+            }
+            features["coverage"] = features["span_words"] / max(features["name_words"], 1)
+            candidate = Candidate(mention.entity, mention.name, mention, features)
+            if mention.entity not in best or _quality(candidate) > _quality(best[mention.entity]):
+                best[mention.entity] = candidate
+        spans = [(c.span, c.mention.how) for c in best.values()]
+        for candidate in best.values():
+            inside = [how for span, how in spans if span != candidate.span and span[0] <= candidate.span[0] and candidate.span[1] <= span[1]]
+            candidate.features["inside_exact"] = float(any(h in ("exact", "variant") for h in inside))
+            candidate.features["inside_any"] = float(bool(inside))
+        for gram in _ngrams(words):
+            for topic, precision in stats.lexicon.get(gram, ()):
+                for entity, name in index.resolve(topic):
+                    if entity not in best:
+                        best[entity] = Candidate(entity, name, None, _lexicon_features(precision, name, lower, stats))
+        return list(best.values())
+
+    def _score(self, features: dict[str, float]) -> float:
+        if not self.trained:
+            return _quality_of(features)
+        z = self.bias + sum(
+            weight * (features.get(name, 0.0) - self.means[name]) / self.scales[name] for name, weight in self.weights.items()
+        )
+        return 1 / (1 + math.exp(-max(min(z, 50), -50)))
+
+    def _choose(self, candidates: list[Candidate]) -> list[Candidate]:
+        """The best candidates down to the threshold, spans not overlapping; always the best one."""
+        chosen: list[Candidate] = []
+        threshold = self.threshold if self.trained else 0.9
+        for candidate in candidates:
+            if chosen and candidate.score < threshold:
+                break
+            span = candidate.span
+            if span and any(c.span and span[0] < c.span[1] and c.span[0] < span[1] for c in chosen):
+                continue
+            chosen.append(candidate)
+        return chosen
+
+    # -- compiling --------------------------------------------------------------------------------
+
+    @classmethod
+    def fit(cls, examples: Iterable, index: NameIndex, *, held_out: float = 0.3, seed: int = 0) -> Linker:
+        """Learn from training questions and their gold topic entities (`example.topic_entities`, ids or
+        names): the counts, the lexicon, the model on `1 - held_out` of them, then the threshold that links
+        the exact gold set most often on the rest. Needs scikit-learn (a dependency of
+        sentence-transformers)."""
+        import numpy as np
+        from sklearn.linear_model import LogisticRegression
+
+        rows = [(e.question, set(e.topic_entities)) for e in examples if getattr(e, "topic_entities", None)]
+        if len(rows) < 10:
+            raise ValueError(f"linking needs at least 10 training questions with topic entities, got {len(rows)}")
+        random.Random(seed).shuffle(rows)
+        cut = max(1, int(len(rows) * (1 - held_out)))
+        fitting, tuning = rows[:cut], rows[cut:] or rows[:cut]
+        linker = cls(stats=_count(fitting, index))
+        table, labels = [], []
+        for question, gold in fitting:
+            for candidate in linker.candidates(question, index.mentions(question), index):
+                table.append([candidate.features.get(name, 0.0) for name in FEATURES])
+                labels.append(candidate.entity in gold or candidate.name in gold)
+        if len(set(labels)) < 2:
+            raise ValueError("linking needs training questions whose topic entities are both found and not found among the candidates")
+        x = np.array(table)
+        means, scales = x.mean(axis=0), x.std(axis=0)
+        scales[scales == 0] = 1.0
+        model = LogisticRegression(max_iter=3000).fit((x - means) / scales, np.array(labels))
+        linker.weights = dict(zip(FEATURES, map(float, model.coef_[0])))
+        linker.means, linker.scales = dict(zip(FEATURES, map(float, means))), dict(zip(FEATURES, map(float, scales)))
+        linker.bias = float(model.intercept_[0])
+        linker.threshold = max((0.1, 0.2, 0.3, 0.4, 0.5, 0.6), key=lambda t: (linker._exact_rate(tuning, index, t), -abs(t - 0.5)))
+        return linker
+
+    def _exact_rate(self, rows: list[tuple[str, set[str]]], index: NameIndex, threshold: float) -> float:
+        saved, self.threshold = self.threshold, threshold
+        try:
+            hits = 0
+            for question, gold in rows:
+                linked = self.link(question, index).linked
+                hits += {c.entity for c in linked} == gold or {c.name for c in linked} == gold
+            return hits / len(rows)
+        finally:
+            self.threshold = saved
+
+    # -- saved with the program -------------------------------------------------------------------
+
+    def to_dict(self) -> dict:
+        return {"stats": self.stats.__dict__, "weights": self.weights, "means": self.means, "scales": self.scales,
+                "bias": self.bias, "threshold": self.threshold}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Linker:
+        """A linker from `to_dict`'s JSON; a malformed one is a ValueError naming the part."""
+        if not isinstance(data, dict) or set(data) != {"stats", "weights", "means", "scales", "bias", "threshold"}:
+            raise ValueError("linking state must hold stats, weights, means, scales, bias and threshold")
+        stats = data["stats"]
+        if not isinstance(stats, dict) or set(stats) != set(LinkStats().__dict__):
+            raise ValueError("linking stats do not match this kgqa")
+        for part in ("weights", "means", "scales"):
+            values = data[part]
+            if not isinstance(values, dict) or not set(values) <= set(FEATURES) or not all(isinstance(v, (int, float)) for v in values.values()):
+                raise ValueError(f"linking {part} must map known features to numbers")
+        if set(data["weights"]) - set(data["means"]) or set(data["weights"]) - set(data["scales"]):
+            raise ValueError("every weighted linking feature needs a mean and a scale")
+        for name in ("question_share", "span_matched", "span_gold", "entity_seen", "entity_gold"):
+            if not isinstance(stats[name], dict) or not all(isinstance(v, int) for v in stats[name].values()):
+                raise ValueError(f"linking stats {name} must map text to counts")
+        lexicon = {gram: [(str(name), float(p)) for name, p in entries] for gram, entries in stats["lexicon"].items()}
+        return cls(
+            stats=LinkStats(**{**stats, "lexicon": lexicon}), weights=data["weights"], means=data["means"],
+            scales=data["scales"], bias=float(data["bias"]), threshold=float(data["threshold"]),
+        )
+
+
+def _count(rows: list[tuple[str, set[str]]], index: NameIndex) -> LinkStats:
+    share, matched, gold_spans, seen, gold_entities, triggers = Counter(), Counter(), Counter(), Counter(), Counter(), Counter()
+    for question, gold in rows:
+        grams = _ngrams(tokens(question))
+        share.update(grams)
+        mentions = index.mentions(question)
+        by_span: dict[str, set[str]] = {}
+        for mention in mentions:
+            by_span.setdefault(mention.text, set()).update((mention.entity, mention.name))
+        for span, named in by_span.items():
+            matched[span] += 1
+            gold_spans[span] += bool(named & gold)
+        names = {m.name for m in mentions if m.entity in gold or m.name in gold}
+        for name in {m.name for m in mentions}:
+            seen[name] += 1
+            gold_entities[name] += name in names
+        found = {m.entity for m in mentions} | {m.name for m in mentions}
+        for entity in gold - found:
+            triggers.update((gram, entity) for gram in grams if not all(t in STOPWORDS for t in gram.split()))
+    lexicon: dict[str, list[tuple[str, float]]] = {}
+    for (gram, entity), count in sorted(triggers.items()):
+        precision = count / share[gram]
+        if count >= LEXICON_MIN_QUESTIONS and precision >= LEXICON_MIN_PRECISION:
+            lexicon.setdefault(gram, []).append((entity, round(precision, 3)))
+    return LinkStats(
+        questions=len(rows),
+        question_share={g: n for g, n in share.items() if n >= KEPT_SHARE_MIN},
+        span_matched=dict(matched), span_gold={s: n for s, n in gold_spans.items() if n},
+        entity_seen={e: n for e, n in seen.items() if n >= KEPT_SHARE_MIN},
+        entity_gold={e: n for e, n in gold_entities.items() if n and seen[e] >= KEPT_SHARE_MIN},
+        lexicon=lexicon,
+    )
+
+
+def _lexicon_features(precision: float, name: str, lower: float, stats: LinkStats) -> dict[str, float]:
+    features = dict.fromkeys(FEATURES, 0.0)
+    features.update({
+        "similarity": precision, "name_words": len(tokens(name)), "lower_case_question": lower,
+        "log_question_share": math.log(1e-4), "link_prior": precision, "how_lexicon": 1.0,
+        "entity_prior": _smoothed(stats.entity_gold.get(name, 0), stats.entity_seen.get(name, 0)),
+    })
+    return features
+
+
+def _smoothed(gold: int, seen: int) -> float:
+    return (gold + 0.5) / (seen + 1)
+
+
+def _quality_of(features: dict[str, float]) -> float:
+    """Match quality alone (an untrained linker): how close and how long, a capitalised or exact span
+    ahead of a common word, never a span inside a longer exact name."""
+    if features.get("how_lexicon"):
+        return 0.0
+    score = features["similarity"] * (0.6 + 0.1 * min(features["span_words"], 4))
+    score *= 0.5 + 0.5 * max(features["capitalised"], features["how_exact"] * features["lower_case_question"])
+    return score * (0.3 if features.get("inside_exact") else 1.0) * (0.2 if features["stopword_span"] else 1.0)
+
+
+def _quality(candidate: Candidate) -> float:
+    return candidate.features["similarity"] + 0.1 * candidate.features["span_words"]
+
+
+def _ngrams(words: Sequence[str], longest: int = 3) -> set[str]:
+    return {" ".join(words[i : i + n]) for n in range(1, longest + 1) for i in range(len(words) - n + 1)}
+
+
+def _cased_tokens(text: str) -> list[str]:
+    """`tokens` with the question's case kept, to see which words were capitalised."""
+    text = unicodedata.normalize("NFKD", text)
+    text = "".join(c for c in text if not unicodedata.combining(c))
+    text = re.sub(r"['’]s\b", "", text).replace("&", " and ")
+    return re.findall(r"[A-Za-z0-9]+", text)

@@ -1,0 +1,153 @@
+"""Linking a question without ids: what compiling learns, what the trace keeps, what is saved."""
+
+from __future__ import annotations
+
+import json
+
+import dspy
+import pytest
+
+from kgqa.data.demo import split_path
+from kgqa.data.jsonl import load_jsonl
+from kgqa.kg import KnowledgeGraph
+from kgqa.kg.names import NameIndex
+from kgqa.optimizers.teleprompters import Budget, compile_program
+from kgqa.programs import KGQA
+from kgqa.programs.linking import Linker
+from kgqa.programs.saving import LINKING_FILE, ProgramFileError, load_program, save_program
+from tests.programs.oracle import gold_oracle, oracle
+
+PEOPLE = ["Anna Kowalski", "Bruno Almeida", "Carla Mendes", "Dmitri Orlov", "Elena Rossi", "Farid Haddad",
+          "Greta Lindqvist", "Hugo Moreau", "Ines Duarte", "Jonas Berg", "Kenji Mori", "Lucia Ferreira",
+          "Marek Novak", "Nadia Petrova", "Oskar Holm", "Paula Vidal", "Quentin Fabre", "Rosa Lima",
+          "Stefan Braun", "Tomas Weber", "Zed Novak"]
+COMMON = {"m.loc": "Location", "m.composer": "Composer", "m.city": "City"}
+NAMES = [(f"m.p{i}", name) for i, name in enumerate(PEOPLE)] + list(COMMON.items()) + [("m.ww2", "World War II")]
+IDS = {name: entity for entity, name in NAMES}
+
+
+@pytest.fixture(scope="module")
+def index() -> NameIndex:
+    return NameIndex(NAMES)
+
+
+@pytest.fixture(scope="module")
+def trained(index) -> Linker:
+    """Questions in which "location", "composer" and "city" are never the topic, and "ww2" is World War II."""
+    rows = []
+    for name in PEOPLE[:-1]:  # Zed Novak stays unseen
+        rows.append(example(f"In what location was the composer {name} born?", [IDS[name]]))
+        rows.append(example(f"Which city did {name} move to?", [IDS[name]]))
+    for name in PEOPLE[:8]:
+        rows.append(example(f"what did {name.lower()} do in ww2", [IDS[name], "m.ww2"]))
+    return Linker.fit(rows, index, seed=0)
+
+
+def example(question: str, topics: list[str]) -> dspy.Example:
+    return dspy.Example(question=question, topic_entities=topics).with_inputs("question", "topic_entities")
+
+
+def linked(linker: Linker, index: NameIndex, question: str) -> set[str]:
+    return {c.entity for c in linker.link(question, index).linked}
+
+
+def test_compiling_learns_which_common_words_are_not_topics(trained, index):
+    question = "In what location was the composer Zed Novak born?"
+    assert linked(trained, index, question) == {IDS["Zed Novak"]}
+    scores = {c.entity: c.score for c in trained.link(question, index).candidates}
+    assert {"m.loc", "m.composer"} <= set(scores)  # offered, then scored below the threshold
+    assert max(scores["m.loc"], scores["m.composer"]) < trained.threshold < scores[IDS["Zed Novak"]]
+    assert linked(trained, index, "Which city did Zed Novak move to?") == {IDS["Zed Novak"]}
+
+
+def test_compiling_learns_words_that_stand_for_an_unnamed_topic(trained, index):
+    assert ("m.ww2", 1.0) in trained.stats.lexicon["ww2"]
+    question = "what did zed novak do in ww2"
+    assert linked(trained, index, question) == {IDS["Zed Novak"], "m.ww2"}
+    assert linked(Linker(), index, question) == {IDS["Zed Novak"]}  # uncompiled: names only
+
+
+def test_an_uncompiled_linker_links_the_closest_names(index):
+    linking = Linker().link("where was marek novak born", index)
+    assert [c.entity for c in linking.linked] == [IDS["Marek Novak"]]
+    assert "marek novak" in {m.text for m in linking.mentions}
+    # "novak" alone is a partial name of two people: offered, not linked
+    assert IDS["Zed Novak"] in {c.entity for c in linking.candidates}
+
+
+def test_something_is_linked_whenever_anything_is_named(trained, index):
+    assert linked(trained, index, "tell me about the location") == {"m.loc"}
+    assert linked(trained, index, "what is love") == set()
+
+
+def test_the_state_round_trips_through_json_and_a_bad_one_is_named(trained, index):
+    copy = Linker.from_dict(json.loads(json.dumps(trained.to_dict())))
+    for question in ("In what location was the composer Zed Novak born?", "what did zed novak do in ww2"):
+        assert [c.to_dict() for c in copy.link(question, index).candidates] == [
+            c.to_dict() for c in trained.link(question, index).candidates
+        ]
+    state = trained.to_dict()
+    with pytest.raises(ValueError, match="must hold stats"):
+        Linker.from_dict({**state, "extra": 1})
+    with pytest.raises(ValueError, match="weights must map known features"):
+        Linker.from_dict({**state, "weights": {"os.system": 1.0}})
+    with pytest.raises(ValueError, match="span_gold must map text to counts"):
+        Linker.from_dict({**state, "stats": {**state["stats"], "span_gold": {"x": "many"}}})
+
+
+def test_fitting_needs_enough_questions_with_topics(index):
+    with pytest.raises(ValueError, match="at least 10 training questions"):
+        Linker.fit([example("Who is Zed Novak?", ["m.p20"])] * 3, index)
+
+
+# -- in the program ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kg(demo_store) -> KnowledgeGraph:
+    return KnowledgeGraph(demo_store, profile="freebase")
+
+
+@pytest.fixture(scope="module")
+def train():
+    return list(load_jsonl(split_path("train")))
+
+
+def test_the_trace_keeps_mentions_candidates_and_linked_entities(kg):
+    with dspy.context(lm=oracle(["film.film.directed_by"])):
+        pred = KGQA(kg)(question="who directed parasite")
+    linking = pred.trace.linking
+    assert "parasite" in linking["mentions"]
+    assert [c["name"] for c in linking["linked"]] == ["Parasite"]
+    assert linking["linked"][0]["entity"] == pred.trace.topic_entities[0]
+    assert pred.answers == ["Bong Joon-ho"]
+    parasite = kg.link(["Parasite"])["Parasite"]
+    with dspy.context(lm=oracle(["film.film.directed_by"])):
+        given = KGQA(kg)(question="who directed parasite", topic_entities=parasite)
+    assert given.trace.linking == {} and given.answers == ["Bong Joon-ho"]  # given topics are never re-linked
+
+
+def test_compiling_fits_the_linker_and_saving_keeps_it(kg, train, tmp_path):
+    with dspy.context(lm=gold_oracle(train)):
+        compiled = compile_program(KGQA(kg), "labeled", trainset=train, budget=Budget(demos=2))
+    assert compiled.linker.trained
+    save_program(compiled, tmp_path / "p", settings={"kg": "demo"})
+    loaded = load_program(tmp_path / "p", kg)
+    assert loaded.linker.to_dict() == compiled.linker.to_dict()
+    save_program(KGQA(kg), tmp_path / "p", settings={"kg": "demo"})  # uncompiled: no stale linker left
+    assert not (tmp_path / "p" / LINKING_FILE).exists()
+
+
+def test_a_tampered_linking_file_is_a_clear_error(kg, train, tmp_path):
+    program = KGQA(kg)
+    program.linker = Linker.fit(train, kg.name_index())
+    save_program(program, tmp_path / "p", settings={"kg": "demo"})
+    path = tmp_path / "p" / LINKING_FILE
+    state = json.loads(path.read_text())
+    state["weights"]["__import__"] = 1.0
+    path.write_text(json.dumps(state))
+    with pytest.raises(ProgramFileError, match="linking.json: linking weights must map known features"):
+        load_program(tmp_path / "p", kg)
+    path.write_text("[1, 2")
+    with pytest.raises(ProgramFileError, match="linking.json"):
+        load_program(tmp_path / "p", kg)
