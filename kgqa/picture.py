@@ -3,7 +3,9 @@
 Columns are depths: the topic entities, then what each hop reached. Each hop's header gives the
 plan's target and the relations offered, the chosen ones in bold. Entities the entity prune
 dropped are grey; the answers and the edges of the returned reasoning paths are highlighted; the
-trace (calls, tokens, stop reason) is printed under the question. Built from the trace alone
+trace (calls, tokens, stop reason) is printed under the question; for a question asked without
+topic entities, the linking (the mentions found, the candidates and their scores, the linked ones
+in bold) comes next. Built from the trace alone
 (`Trace.walk`), so a record on disk can be drawn again later (`Trace.from_dict(record["trace"])`).
 """
 
@@ -22,7 +24,7 @@ _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
 h1 { font-size: 1.2em; } .meta { color: #555; } .hops { display: flex; gap: 1em; flex-wrap: wrap; }
 .hop { border: 1px solid #ccc; border-radius: 6px; padding: .5em .8em; max-width: 30em; }
-.hop li.chosen { font-weight: bold; color: #0a5; } .answers li { font-weight: bold; color: #b40; }
+.hop li.chosen, .linking li.linked { font-weight: bold; color: #0a5; } .answers li { font-weight: bold; color: #b40; }
 svg text { font-size: 12px; } rect.node { fill: #eef3ff; stroke: #57a; } rect.node.topic { fill: #dfd; stroke: #393; }
 rect.node.pruned { fill: #f2f2f2; stroke: #bbb; } rect.node.answer { fill: #ffe3cc; stroke: #d60; stroke-width: 2; }
 g.pruned text { fill: #999; } line.edge { stroke: #9ab; } line.edge.pruned { stroke: #ddd; }
@@ -67,6 +69,7 @@ def walk_page(question: str, answers: Sequence[str], paths: Sequence[str], trace
         f"<title>kgqa: {escape(question)}</title><style>{_STYLE}</style></head><body>",
         f"<h1>{escape(question)}</h1>",
         f'<p class="meta">{_meta(trace)}</p>',
+        _linking_box(trace.linking),
         '<h2>Answers</h2><ol class="answers">' + "".join(f"<li>{escape(a)}</li>" for a in answers) + "</ol>"
         + ("" if answers else "<p>(none)</p>"),
         '<h2>Walk</h2><div class="hops">' + "".join(_hop_box(hop) for hop in hops) + "</div>",
@@ -121,6 +124,22 @@ def _hop_box(hop: dict) -> str:
     offered = list(hop.get("offered") or []) + [c for c in chosen if c not in (hop.get("offered") or [])]
     items = "".join(f'<li class="{"chosen" if r in chosen else "offered"}">{escape(r)}</li>' for r in offered)
     return f'<div class="hop"><b>hop {hop["depth"]}: {escape(str(hop.get("target", "")))}</b><ul>{items}</ul></div>'
+
+
+def _linking_box(linking: dict) -> str:
+    """How the topic entities were found in the question, when they were not given."""
+    if not linking:
+        return ""
+    linked = {c["entity"] for c in linking.get("linked", ())}
+    shown = list(linking.get("candidates", ())) + [c for c in linking.get("linked", ()) if c not in linking.get("candidates", ())]
+    items = "".join(
+        f'<li class="{"linked" if c["entity"] in linked else "candidate"}" data-entity="{escape(c["entity"])}">'
+        f'{escape(c["name"])} <span class="meta">({escape(str(c["how"]))} {escape(repr(c["span"]))}, score {c["score"]})</span></li>'
+        for c in shown
+    )
+    mentions = ", ".join(escape(m) for m in linking.get("mentions", ()))
+    return (f'<h2>Topic entities found in the question</h2><div class="linking"><p class="meta">mentions: {mentions or "(none)"}</p>'
+            f"<ol>{items}</ol></div>")
 
 
 def _meta(trace: Trace) -> str:

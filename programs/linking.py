@@ -29,7 +29,7 @@ HOWS = ("exact", "variant", "partial", "fuzzy", "lexicon")
 FEATURES = (
     "similarity", "span_words", "name_words", "coverage", "capitalised", "lower_case_question",
     "capitalised_in_cased_question", "question_share", "log_question_share", "link_prior", "entity_prior",
-    "stopword_span", "inside_exact", "inside_any", "exact_capitalised", *(f"how_{h}" for h in HOWS),
+    "stopword_span", "numeric_span", "inside_exact", "inside_any", "exact_capitalised", *(f"how_{h}" for h in HOWS),
 )
 LEXICON_MIN_QUESTIONS = 3
 LEXICON_MIN_PRECISION = 0.5
@@ -130,6 +130,7 @@ class Linker:
                 "link_prior": _smoothed(stats.span_gold.get(mention.text, 0), stats.span_matched.get(mention.text, 0)),
                 "entity_prior": _smoothed(stats.entity_gold.get(mention.name, 0), stats.entity_seen.get(mention.name, 0)),
                 "stopword_span": float(all(t in STOPWORDS for t in mention.text.split())),
+                "numeric_span": float(all(t.isdigit() for t in mention.text.split())),  # a value, rarely a topic
                 "exact_capitalised": float(mention.how == "exact") * capitalised,
                 **{f"how_{h}": float(mention.how == h) for h in HOWS},
             }

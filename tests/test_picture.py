@@ -25,6 +25,7 @@ class Page(HTMLParser):
         self.answers: list[str] = []
         self.external: list[str] = []
         self.tags: set[str] = set()
+        self.linking: dict[str, set[str]] = {}  # entity -> classes, in the linking list
         self._in_answers = self._in_li = False
         self.feed(text)
 
@@ -37,6 +38,8 @@ class Page(HTMLParser):
             self.nodes[(int(a["data-depth"]), a["data-label"])] = classes
         if tag == "line" and "edge" in classes:
             self.edges.append((a["data-from"], a["data-relation"], a["data-to"], classes))
+        if tag == "li" and classes & {"linked", "candidate"}:
+            self.linking[a["data-entity"]] = classes
         if tag == "ol" and "answers" in classes:
             self._in_answers = True
         self._in_li = tag == "li" and self._in_answers
@@ -72,6 +75,17 @@ def test_the_page_shows_topic_answer_and_the_chosen_relation(kg):
     assert "path" in page.edges[0][3]  # on the returned reasoning path
     assert page.answers == ["Bong Joon-ho"]
     assert page.external == [] and "script" not in page.tags  # offline: nothing fetched, nothing run
+
+
+def test_the_page_shows_how_the_topic_was_found_when_it_was_not_given(kg):
+    pred, page = draw(kg, oracle(["film.film.directed_by"]), "who directed parasite")
+    parasite = kg.link(["Parasite"])["Parasite"][0]
+    assert pred.trace.topic_entities == [parasite]
+    assert page.linking[parasite] == {"linked"}
+    assert all(classes == {"candidate"} for entity, classes in page.linking.items() if entity != parasite)
+    with dspy.context(lm=oracle(["film.film.directed_by"])):
+        given = KGQA(kg)(question="who directed parasite", topic_entities=[parasite])
+    assert Page(walk_page("q", given.answers, given.paths, given.trace)).linking == {}  # given: nothing to show
 
 
 def test_pruned_entities_are_grey_and_only_kept_ones_are_answers(kg):
