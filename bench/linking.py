@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import signal
 import statistics
 import sys
 import tempfile
@@ -210,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lm", default="local")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "linking-local")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped run still stops its Virtuoso
     backends = [b for b in args.backends.split(",") if b]
     if set(backends) - set(BACKENDS):
         parser.error(f"backends are {', '.join(BACKENDS)}")

@@ -27,7 +27,7 @@ STOPWORDS = frozenset(
     "a an and are as at be by did do does for from has have he her his how in is it its of on or she "
     "that the their they this to was were what when where which who whom whose why will with".split()
 )
-LONGEST_MENTION = 8  # tokens
+LONGEST_MENTION = 12  # tokens ("Abbott and Costello Meet Dr. Jekyll and Mr. Hyde" has 9)
 PREFIX = 4  # characters of a token that find names spelled a little differently (jamaican -> jamaica)
 COMMON_POSTING = 400  # a token or prefix in more names than this finds no fuzzy candidates by itself
 

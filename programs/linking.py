@@ -29,7 +29,7 @@ HOWS = ("exact", "variant", "partial", "fuzzy", "lexicon")
 FEATURES = (
     "similarity", "span_words", "name_words", "coverage", "capitalised", "lower_case_question",
     "capitalised_in_cased_question", "question_share", "log_question_share", "link_prior", "entity_prior",
-    "stopword_span", "numeric_span", "inside_exact", "inside_any", "exact_capitalised", *(f"how_{h}" for h in HOWS),
+    "same_case", "stopword_span", "numeric_span", "inside_exact", "inside_any", "exact_capitalised", *(f"how_{h}" for h in HOWS),
 )
 LEXICON_MIN_QUESTIONS = 3
 LEXICON_MIN_PRECISION = 0.5
@@ -129,6 +129,7 @@ class Linker:
                 "log_question_share": math.log(share + 1e-4),
                 "link_prior": _smoothed(stats.span_gold.get(mention.text, 0), stats.span_matched.get(mention.text, 0)),
                 "entity_prior": _smoothed(stats.entity_gold.get(mention.name, 0), stats.entity_seen.get(mention.name, 0)),
+                "same_case": float(mention.name in question),  # "Sniper" the film, "sniper" the tag
                 "stopword_span": float(all(t in STOPWORDS for t in mention.text.split())),
                 "numeric_span": float(all(t.isdigit() for t in mention.text.split())),  # a value, rarely a topic
                 "exact_capitalised": float(mention.how == "exact") * capitalised,
@@ -305,8 +306,9 @@ def _quality_of(features: dict[str, float]) -> float:
     return score * (0.3 if features.get("inside_exact") else 1.0) * (0.2 if features["stopword_span"] else 1.0)
 
 
-def _quality(candidate: Candidate) -> float:
-    return candidate.features["similarity"] + 0.1 * candidate.features["span_words"]
+def _quality(candidate: Candidate) -> tuple[float, float]:
+    """Which mention of an entity stands for it: the closest, then the longest."""
+    return candidate.features["similarity"], candidate.features["span_words"]
 
 
 def _ngrams(words: Sequence[str], longest: int = 3) -> set[str]:
