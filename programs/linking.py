@@ -144,7 +144,7 @@ class Linker:
             inside = [how for span, how in spans if span != candidate.span and span[0] <= candidate.span[0] and candidate.span[1] <= span[1]]
             candidate.features["inside_exact"] = float(any(h in ("exact", "variant") for h in inside))
             candidate.features["inside_any"] = float(bool(inside))
-        for gram in _ngrams(words):
+        for gram in sorted(_ngrams(words)):  # a fixed order: the first gram to name an entity sets its features
             for topic, precision in stats.lexicon.get(gram, ()):
                 for entity, name in index.resolve(topic):
                     if entity not in best:
