@@ -104,7 +104,7 @@ def cwq_rows(cwq: Path):
     dev = list(load_rog(cwq / "cwq_mini_dev.jsonl.gz"))
     test = list(load_rog(cwq / "cwq_mini_test.jsonl.gz"))
     triples = list(dict.fromkeys(t for ex in dev + test for t in ex.graph))
-    return dev, test, list(graph_triples(triples)), ROG
+    return dev, test, list(graph_triples(triples))
 
 
 def metaqa_rows(metaqa: Path, per_hop: int, train: int, seed: int):
@@ -116,7 +116,7 @@ def metaqa_rows(metaqa: Path, per_hop: int, train: int, seed: int):
         rng.shuffle(rows)
         scored += rows[:per_hop]
         pool += rows[per_hop:]
-    return rng.sample(pool, train), scored, list(kb_triples(metaqa / "kb.txt")), "metaqa"
+    return rng.sample(pool, train), scored, list(kb_triples(metaqa / "kb.txt"))
 
 
 def unbracketed(example: dspy.Example) -> dspy.Example:
@@ -220,9 +220,9 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     results: dict = {}
     report = []
-    dev, test, cwq_triples, _ = cwq_rows(args.cwq_mini)
+    dev, test, cwq_triples = cwq_rows(args.cwq_mini)
     sample = random.Random(args.seed).sample(test, args.size)
-    m_train, m_scored, m_triples, _ = metaqa_rows(args.metaqa, args.metaqa_per_hop, args.metaqa_train, args.seed)
+    m_train, m_scored, m_triples = metaqa_rows(args.metaqa, args.metaqa_per_hop, args.metaqa_train, args.seed)
     datasets = {
         "cwq-mini": (cwq_triples, ROG, dev, {"sample": sample, "all test": test}),
         "metaqa": (m_triples, "metaqa", m_train, {f"{3 * args.metaqa_per_hop} dev, no brackets": m_scored}),
@@ -254,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
                             if backend == "embedded" and label == "compiled":
                                 slug = f"{dataset}-{name.split(',')[0].replace(' ', '-')}"
                                 write_records(args.out / f"links-{slug}.jsonl", scored)
-                                if name in ("sample", next(iter(samples))):
+                                if name == next(iter(samples)):  # the seeded sample
                                     (args.out / f"wrong-{dataset}.md").write_text(wrong_links(scored, 20, args.seed))
                     if dataset == "cwq-mini" and backend == "embedded" and args.end_to_end:
                         e2e = end_to_end(args, kg, linker, sample)

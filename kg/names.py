@@ -32,12 +32,17 @@ PREFIX = 4  # characters of a token that find names spelled a little differently
 COMMON_POSTING = 400  # a token or prefix in more names than this finds no fuzzy candidates by itself
 
 
-def fold(text: str) -> str:
-    """Lower case, accents removed, possessive 's dropped, "&" read as "and"."""
+def plain(text: str) -> str:
+    """Accents removed, possessive 's dropped, "&" read as "and"; case kept."""
     text = unicodedata.normalize("NFKD", text)
-    text = "".join(c for c in text if not unicodedata.combining(c)).casefold()
-    text = re.sub(r"['’]s\b", "", text)
+    text = "".join(c for c in text if not unicodedata.combining(c))
+    text = re.sub(r"['’]s\b", "", text, flags=re.IGNORECASE)
     return text.replace("&", " and ")
+
+
+def fold(text: str) -> str:
+    """`plain`, lower case."""
+    return plain(text).casefold()
 
 
 def tokens(text: str) -> tuple[str, ...]:
@@ -96,8 +101,8 @@ class NameIndex:
     """Every (entity, name) pair of a graph, looked up by token normal form.
 
     >>> index = NameIndex([("m.1", "Monte Alto, São Paulo"), ("m.2", "Miley Cyrus")])
-    >>> [(m.entity, m.how) for m in index.mentions("a movie starring Mylie Cyrus in monte alto")]
-    [('m.2', 'fuzzy'), ('m.1', 'variant')]
+    >>> [(m.text, m.how) for m in index.mentions("starring Miley Cirus in monte alto") if m.similarity > 0.7]
+    [('miley cirus', 'fuzzy'), ('monte alto', 'variant')]
     """
 
     def __init__(self, names: Iterable[tuple[str, str]], *, fuzzy_cutoff: float = 0.6) -> None:

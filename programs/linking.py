@@ -18,12 +18,11 @@ from __future__ import annotations
 import math
 import random
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from kgqa.kg.names import STOPWORDS, Mention, NameIndex, tokens
+from kgqa.kg.names import STOPWORDS, Mention, NameIndex, plain, tokens
 
 HOWS = ("exact", "variant", "partial", "fuzzy", "lexicon")
 FEATURES = (
@@ -317,7 +316,4 @@ def _ngrams(words: Sequence[str], longest: int = 3) -> set[str]:
 
 def _cased_tokens(text: str) -> list[str]:
     """`tokens` with the question's case kept, to see which words were capitalised."""
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(c for c in text if not unicodedata.combining(c))
-    text = re.sub(r"['’]s\b", "", text).replace("&", " and ")
-    return re.findall(r"[A-Za-z0-9]+", text)
+    return re.findall(r"[A-Za-z0-9]+", plain(text))
