@@ -9,20 +9,23 @@ graph) and Hits@1 per `compositionality_type`. Answered by:
 - llm-only: the LM from its own knowledge (no KG);
 - floor: no LM, every choice by embedding similarity, walked to the question's hop count on
   MetaQA (a floor told the depth), 2 hops on CWQ-mini;
-- uncompiled: the program as written (the plan-driven walk, `KGQA`);
-- paths: `PathKGQA` as written: every path of up to 2 hops (CWQ-mini; 3 on MetaQA) from the
-  topic entities, ranked, and one LLM choice of the answer among the first 10;
-- bootstrap, bootstrap-rs, mipro, mipro-light, paths-bootstrap: the program compiled on a disjoint seeded sample
+- uncompiled: the program as written (`KGQA`, every step on);
+- bootstrap, bootstrap-rs, mipro, mipro-light: the program compiled on a disjoint seeded sample
   of dev questions (`--train`, default 1,500 on MetaQA, a third per hop, 600 `cwq_mini_dev` rows on
   CWQ-mini) with intermediate labels: the gold relation paths (MetaQA's question types, CWQ's
   RoG `ground_paths`, never shown at answer time) drive the teacher that writes the demos and the
-  plan step's pool of gold plans, and `walk_metric` scores answers, paths and depths.
-  `bootstrap-rs` holds out 15 of them to score 5 candidate programs. `paths-bootstrap`'s labels
-  are the gold answers: its answer step's demos are the compile questions whose gold answer is
-  among the candidates it shows, with that answer chosen.
-Per system and sample: Hits@1, Hit@any, F1, LLM calls, input and output tokens, SPARQL queries,
-mean and median seconds per question, and how many wrong answers stopped before, at and past the
-gold depth. Writes `table.md`, `accuracy_vs_tokens.png`, the compiled programs (their
+  plan step's pool of gold plans, the gold answers label facts, memory, sufficiency and
+  extraction (whose demos are a pool of gold choices among the candidates the teacher's walk
+  shows), and `walk_metric` scores answers, paths and depths. `bootstrap-rs` holds out 15 of
+  them to score 5 candidate programs.
+- bootstrap-no-STEP (STEP one of `kgqa.programs.STEPS`): the compiled `bootstrap` program with that
+  step switched off: the ablation.
+The `paths` systems (`PathKGQA`) are gone with the program; their records stay in
+`bench/results/cwq-mini-local/`.
+Per system and sample: Hits@1, Hit@any, F1, candidate recall (the gold answer among the
+candidates shown to extraction or in the facts kept), LLM calls, input and output tokens, SPARQL
+queries, mean and median seconds per question, and how many wrong answers stopped before, at and
+past the gold depth. Writes `table.md`, `accuracy_vs_tokens.png`, the compiled programs (their
 `config.json` gives the compile time) and per-run JSONL records (rerunning resumes them) to the
 results directory, and logs it all to one MLflow run. Seconds depend on the engine: quote them
 with the engine speed `kgqa doctor` reports. Reference runs on the local LM are in
@@ -57,7 +60,7 @@ from kgqa.evaluate.runner import Summary, evaluate, read_records, summarize  # n
 from kgqa.kg import EmbeddedStore, KnowledgeGraph  # noqa: E402
 from kgqa.kg.profiles import ROG  # noqa: E402
 from kgqa.optimizers.teleprompters import Budget, compile_program  # noqa: E402
-from kgqa.programs import KGQA, PathKGQA, WalkConfig  # noqa: E402
+from kgqa.programs import KGQA, STEPS, WalkConfig  # noqa: E402
 from kgqa.programs.baselines import LLMOnly, SimilarityWalk  # noqa: E402
 from kgqa.programs.saving import load_program, save_program  # noqa: E402
 from kgqa.programs.trace import Trace  # noqa: E402
@@ -66,14 +69,14 @@ SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 METAQA = SHARED / "metaqa"
 CWQ_MINI = SHARED / "cwq_mini"
 DATASETS = ("metaqa", "cwq-mini")
-SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap", "bootstrap-rs", "mipro", "mipro-light", "paths", "paths-bootstrap")
+ABLATIONS = tuple(f"bootstrap-no-{step.replace('_', '-')}" for step in STEPS)
+SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap", "bootstrap-rs", "mipro", "mipro-light", *ABLATIONS)
 DEFAULT_SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap")
 BUDGETS = {
     "bootstrap": Budget(demos=3, plan_demos=500),
     "bootstrap-rs": Budget(demos=3, plan_demos=500, candidates=2),  # 5 programs scored: zero-shot, labeled, unshuffled, 2 shuffles
     "mipro": Budget(demos=2, candidates=3, trials=5),
     "mipro-light": Budget(demos=2),
-    "paths-bootstrap": Budget(demos=2, plan_demos=500),  # plan_demos: the answer step's pool of gold choices
 }
 VALIDATION = {"bootstrap-rs": 15, "mipro": 4, "mipro-light": 4}  # compile questions held out to score candidates
 TRAIN = {"metaqa": 1500, "cwq-mini": 600}  # compile questions: the plan step's pool of gold plans grows with them
@@ -94,11 +97,9 @@ class Bench:
     def floor_depth(self, sample: str) -> int:
         return int(sample.removesuffix("hop")) if sample.endswith("hop") else CWQ_FLOOR_DEPTH
 
-    def paths_config(self, walk: WalkConfig) -> WalkConfig:
-        """The walk of `PathKGQA` here: paths of up to 2 hops on CWQ-mini (the floor's depth), the
-        walk's depth on MetaQA; 2 demos shown per call."""
-        depth = CWQ_FLOOR_DEPTH if self.dataset == "cwq-mini" else walk.depth
-        return WalkConfig(**{**walk.to_dict(), "depth": depth, "demos_per_call": 2})
+    def walk(self, walk: WalkConfig) -> WalkConfig:
+        """The walk here: on CWQ-mini 2 demos shown per call (its candidate paths are long)."""
+        return WalkConfig(**{**walk.to_dict(), "demos_per_call": 2}) if self.dataset == "cwq-mini" else walk
 
 
 def metaqa_samples(per_hop: int, train: int, seed: int, metaqa: Path):
@@ -154,14 +155,14 @@ def build(system: str, bench: Bench, out: Path, walk: WalkConfig, sample: str):
         return LLMOnly()
     if system == "floor":
         return SimilarityWalk(bench.kg, config=WalkConfig(**{**walk.to_dict(), "depth": bench.floor_depth(sample)}))
+    walk = bench.walk(walk)
     if system == "uncompiled":
         return KGQA(bench.kg, config=walk)
-    if system == "paths":
-        return PathKGQA(bench.kg, config=bench.paths_config(walk))
-    if system.startswith("paths-"):
-        program, optimizer = PathKGQA(bench.kg, config=bench.paths_config(walk)), system.removeprefix("paths-")
-    else:
-        program, optimizer = KGQA(bench.kg, config=walk), system
+    if system in ABLATIONS:  # the compiled program, one step off
+        program = build("bootstrap", bench, out, walk, sample)
+        program.config = program.config.without(system.removeprefix("bootstrap-no-").replace("-", "_"))
+        return program
+    program, optimizer = KGQA(bench.kg, config=walk), system
     directory = out / f"program-{system}"
     if not (directory / "program.json").exists():  # compile once, reuse across samples and reruns
         held = VALIDATION.get(system, 0)
@@ -190,13 +191,13 @@ def stopped(records: list[dict], examples: dict) -> tuple[int, int, int]:
 
 
 def table(results: dict[tuple[str, str], Summary], stops: dict[tuple[str, str], tuple[int, int, int]] | None = None) -> str:
-    head = ("| system | sample | n | Hits@1 | Hit@any | F1 | LLM calls | in tokens | out tokens | SPARQL | s/q mean | s/q median "
-            "| wrong: early / at / past gold depth |")
+    head = ("| system | sample | n | Hits@1 | Hit@any | F1 | candidate recall | LLM calls | in tokens | out tokens | SPARQL | s/q mean "
+            "| s/q median | wrong: early / at / past gold depth |")
     lines = [head, "|---" * (head.count("|") - 1) + "|"]
     for (system, sample), s in results.items():
         early, at, past = (stops or {}).get((system, sample), ("-", "-", "-"))
         lines.append(
-            f"| {system} | {sample} | {s.questions} | {s.hits1:.3f} | {s.hit_any:.3f} | {s.f1:.3f} | {s.llm_calls:.1f} | "
+            f"| {system} | {sample} | {s.questions} | {s.hits1:.3f} | {s.hit_any:.3f} | {s.f1:.3f} | {s.candidate_recall:.3f} | {s.llm_calls:.1f} | "
             f"{s.input_tokens:.0f} | {s.output_tokens:.0f} | {s.sparql_queries:.1f} | {s.seconds:.1f} | {s.seconds_median:.1f} "
             f"| {early} / {at} / {past} |"
         )

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import dspy
 
-from kgqa.evaluate.metrics import example_scores
+from kgqa.evaluate.metrics import example_scores, same_answer
 from kgqa.lm.errors import LMUnavailable
 from kgqa.programs.trace import Trace
 
@@ -50,6 +50,7 @@ class Summary:
     llm_failures: float = 0.0  # per question: calls the LM did not answer
     fallbacks: float = 0.0  # per question: steps decided without the model (its reply unparseable or invalid)
     degraded: float = 0.0  # share of questions with any LM failure, unparseable reply or fallback
+    candidate_recall: float = 0.0  # share of questions whose gold answer reached the answer step (a candidate shown, or in a kept fact)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -155,7 +156,16 @@ def summarize(records: Sequence[dict]) -> Summary:
         llm_failures=mean(t.llm_failures for t in traces),
         fallbacks=mean(t.fallbacks for t in traces),
         degraded=mean(bool(t.llm_failures or t.parse_failures or t.fallbacks) for t in traces),
+        candidate_recall=mean(candidate_recalled(r, t) for r, t in zip(records, traces)),
     )
+
+
+def candidate_recalled(record: dict, trace: Trace) -> bool:
+    """Whether a gold answer reached the answer step: among the candidates shown to path answer
+    extraction, or named in a fact the fact filter kept."""
+    gold = (record.get("gold") or {}).get("answers") or []
+    facts = [part.strip() for fact in trace.facts for value in fact.split(" | ")[::2] for part in value.split(",")]
+    return any(same_answer(shown, answer) for shown in [*trace.candidates, *facts] for answer in gold)
 
 
 def evaluate(

@@ -18,7 +18,7 @@ from kgqa.data.kb import FORMATS  # noqa: E402
 from kgqa.errors import KGQAError, user_paths  # noqa: E402
 from kgqa.kg.profiles import PROFILES  # noqa: E402
 from kgqa.optimizers.teleprompters import TELEPROMPTERS, Budget  # noqa: E402
-from kgqa.programs import STRATEGIES  # noqa: E402
+from kgqa.programs import STEPS  # noqa: E402
 from kgqa.programs.config import WalkConfig  # noqa: E402
 from kgqa.server import ServeLimits  # noqa: E402
 
@@ -70,6 +70,8 @@ def _walk_config(args: argparse.Namespace, base: dict | None = None):
     for name in ("depth", "beam_width", "max_llm_calls"):
         if getattr(args, name, None) is not None:
             knobs[name] = getattr(args, name)
+    for step in getattr(args, "off", None) or ():
+        knobs[step] = False
     return WalkConfig(**knobs)
 
 
@@ -77,6 +79,10 @@ def _compile(args: argparse.Namespace) -> int:
     from kgqa.specs import load_data, make_lm, open_kg
     from kgqa.workflow import compile_to_dir
 
+    if args.strategy:
+        raise KGQAError(f"--strategy {args.strategy} is gone: kgqa is one program now, with every step (plan, relation "
+                        "prune, entity prune, fact filter, memory update, answer sufficiency, path answer extraction); "
+                        "drop --strategy, and switch steps off with --off STEP")
     trainset = load_data(args.train)
     devset = load_data(args.dev) if args.dev else None
     kg = open_kg(args.kg, profile=args.profile)
@@ -87,7 +93,7 @@ def _compile(args: argparse.Namespace) -> int:
                 "train": args.train, "dev": args.dev}
     summaries = compile_to_dir(
         kg=kg, trainset=trainset, devset=devset, optimizer=args.optimizer, out=args.out, settings=settings,
-        walk=_walk_config(args), strategy=args.strategy, budget=Budget(demos=args.demos, candidates=args.candidates, trials=args.trials, seed=args.seed, threads=args.threads),
+        walk=_walk_config(args), budget=Budget(demos=args.demos, candidates=args.candidates, trials=args.trials, seed=args.seed, threads=args.threads),
         teacher=teacher, reflection=reflection, tracking_uri=args.tracking_uri, experiment=args.experiment,
         threads=args.threads, progress=not args.quiet, register=args.register,
     )
@@ -230,7 +236,9 @@ def _common(parser: argparse.ArgumentParser, *, lm_default: str | None = "local"
     parser.add_argument("--experiment", default="kgqa", help="MLflow experiment name")
     parser.add_argument("--threads", type=int, default=1, help="questions in parallel (the local LM serializes its calls)")
     parser.add_argument("--depth", type=int, help=f"walk depth (default {WalkConfig.depth})")
-    parser.add_argument("--beam-width", type=int, help=f"frontier size (default {WalkConfig.beam_width})")
+    parser.add_argument("--beam-width", type=int, help=f"relation chains gone on from per hop (default {WalkConfig.beam_width})")
+    parser.add_argument("--off", action="append", choices=STEPS, metavar="STEP",
+                        help=f"switch a step off (repeatable): {', '.join(STEPS)}")
     parser.add_argument("--max-llm-calls", type=int, help=f"LLM calls per question at most (default {WalkConfig.max_llm_calls})")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--verbose", "-v", action="count", default=0, help="log what kgqa does (-v: steps, -vv: every decision)")
@@ -254,9 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--dev", help="data spec measured before and after compiling")
     comp.add_argument("--kg", required=True, help="demo, embedded:DIR, metaqa:PATH/kb.txt, ntriples:PATH or an endpoint URL")
     comp.add_argument("--profile", choices=profiles)
-    comp.add_argument("--strategy", default="plan", choices=STRATEGIES,
-                      help="the program: plan (plan the hops, then walk them; default) or paths (retrieve every short path, "
-                           "then choose the answer: for Freebase-shaped graphs)")
+    comp.add_argument("--strategy", help=argparse.SUPPRESS)  # gone: one program; a clear error below
     comp.add_argument("--optimizer", default="bootstrap", choices=TELEPROMPTERS, help="teleprompter (default bootstrap)")
     comp.add_argument("--teacher-lm", help="LM that bootstraps demos / proposes instructions (default: --lm)")
     comp.add_argument("--reflection-lm", help="LM for GEPA's reflection")

@@ -15,7 +15,7 @@ from kgqa.evaluate.runner import LMDown, Summary, evaluate, read_records
 from kgqa.kg import KnowledgeGraph
 from kgqa.lm.errors import LMUnavailable
 from kgqa.optimizers.teleprompters import Budget, compile_program
-from kgqa.programs import KGProgram, WalkConfig, make_program
+from kgqa.programs import KGQA, KGProgram, WalkConfig
 from kgqa.programs.saving import CONFIG_FILE, LINKING_FILE, PROGRAM_FILE, save_program
 from kgqa.programs.trace import Trace
 
@@ -42,7 +42,6 @@ def compile_to_dir(
     out: str | Path,
     settings: dict,
     walk: WalkConfig = WalkConfig(),
-    strategy: str = "plan",
     budget: Budget = Budget(),
     teacher: dspy.LM | None = None,
     reflection: dspy.LM | None = None,
@@ -54,14 +53,13 @@ def compile_to_dir(
 ) -> dict[str, Summary]:
     """Compile on `trainset`, save `out/program.json` and `out/config.json`, and measure on `devset`
     before and after; all of it logged to one MLflow run, the program as an MLflow model
-    (registered as `register` if given). `strategy` names the program (`plan`, `paths`:
-    see `kgqa.programs`). Returns the dev summaries."""
+    (registered as `register` if given). Returns the dev summaries."""
     out = Path(out)
-    params = {**settings, "optimizer": optimizer, "strategy": strategy, **{f"walk.{k}": v for k, v in walk.to_dict().items()}}
+    params = {**settings, "optimizer": optimizer, **{f"walk.{k}": v for k, v in walk.to_dict().items()}}
     params.update({f"budget.{k}": v for k, v in asdict(budget).items()})
     summaries: dict[str, Summary] = {}
     with tracking.mlflow_run(f"compile {optimizer}", params=params, tracking_uri=tracking_uri, experiment=experiment):
-        uncompiled = make_program(strategy, kg, config=walk)
+        uncompiled = KGQA(kg, config=walk)
         if devset:
             summaries["before"] = evaluate(uncompiled, devset, out=out / "dev_before.jsonl", threads=threads, progress=progress)
             tracking.log_metrics("dev_before_", summaries["before"].as_dict())

@@ -110,8 +110,10 @@ def planned_hops(example: dspy.Example, kg: KnowledgeGraph | None, path: Sequenc
 
 
 def labeled_teacher(examples: Sequence[dspy.Example], *, kg: KnowledgeGraph | None = None) -> dspy.LM | None:
-    """A scripted LM that plans and chooses relations from the examples' gold paths, and chooses
-    their gold answers among candidate answers (None if no example has a gold path)."""
+    """A scripted LM that plans and chooses relations from the examples' gold paths, keeps the facts
+    about their gold answers, notes which named entity reaches them, finds the evidence sufficient
+    when a gold answer is among the best paths, and extracts the gold answers among the candidates
+    (None if no example has a gold path)."""
     answers = {ex.question: list(ex.answers) for ex in examples}
     paths = {ex.question: teacher_path(ex, kg) for ex in examples}
     gold = {ex.question: (planned_hops(ex, kg, paths[ex.question]), _gold_labels(paths[ex.question]))
@@ -136,13 +138,30 @@ def labeled_teacher(examples: Sequence[dspy.Example], *, kg: KnowledgeGraph | No
         wanted = {label for hop_labels in labels for label in hop_labels}  # through CVT nodes: any gold relation
         return {"relations_to_follow": [r for r in offered if set(r.split(" -> ")) <= wanted][:1]}
 
+    def facts(inputs):  # facts about a gold answer
+        gold = answers.get(inputs["question"], [])
+        return {"relevant_facts": [f for f in inputs["candidate_facts"] if any(same_answer(f.split(" | ", 1)[0], g) for g in gold)][:2]}
+
+    def memory(inputs):  # per named entity, the gold answers its paths reached
+        gold = answers.get(inputs["question"], [])
+        notes: dict[str, list[str]] = {}
+        for path in inputs["new_evidence"]:
+            start, end = path.split(" -> ", 1)[0], path.rsplit(" -> ", 1)[-1]
+            found = notes.setdefault(start, [])
+            if any(same_answer(end, g) for g in gold) and end not in found:
+                found.append(end)
+        return {"memory_notes": [f"{start} leads to {', '.join(found)}" if found else f"{start}: no answer yet"
+                                 for start, found in notes.items()]}
+
     return scripted_lm({
         "topic_kind": plan,
         "relations_to_follow": relations,
         "entities_to_keep": lambda i: {"entities_to_keep": i["candidate_entities"]},
-        "reached_answer": lambda i: {"reached_answer": True},
+        "relevant_facts": facts,
+        "memory_notes": memory,
+        "evidence_sufficient": lambda i: {"evidence_sufficient": bool(_gold_among(i["best_paths"], answers.get(i["question"], [])))},
         "entities_to_resume": lambda i: {"entities_to_resume": []},
-        "chosen_answer": lambda i: {"chosen_answer": _gold_among(i["candidate_paths"], answers.get(i["question"], []))},
+        "extracted_answers": lambda i: {"extracted_answers": _gold_among(i["candidate_paths"], answers.get(i["question"], []))},
     })
 
 
@@ -152,21 +171,24 @@ def _gold_among(paths: Sequence[str], answers: Sequence[str]) -> list[str]:
     return [end for end in ends if any(same_answer(end, gold) for gold in answers)][:1]
 
 
-def choice_demos(program, examples: Sequence[dspy.Example], *, limit: int) -> list[dspy.Example]:
-    """Gold choices as demos of the answer step of a `PathKGQA` program: for each example (up to
-    `limit` demos) whose gold answer is among the candidates the program shows (no LLM call), the
-    question, those candidates' paths and the gold one chosen. Questions whose gold answer the
-    retrieval misses make no demo."""
+def answer_demos(program, examples: Sequence[dspy.Example], *, teacher: dspy.LM, limit: int) -> list[dspy.Example]:
+    """Gold answers as demos of path answer extraction: for each example (up to `limit` demos)
+    whose gold answer is among the candidates the program shows when the gold-path `teacher`
+    walks it, the question, what extraction is shown and the gold candidate chosen. Questions
+    whose gold answer the retrieval misses make no demo."""
     demos = []
-    for ex in examples:
-        if len(demos) >= limit:
-            break
-        shown = program.candidates(ex.question, list(ex.topic_entities) or None)
-        gold = [c.label for c in shown if any(same_answer(c.label, answer) for answer in ex.answers)][:1]
-        if gold and len(shown) > 1:
-            topic = ", ".join(getattr(ex, "topic_names", None) or ex.topic_entities)
-            demos.append(dspy.Example(question=ex.question, topic=topic, candidate_paths=[c.path for c in shown],
-                                      chosen_answer=gold).with_inputs("question", "candidate_paths"))
+    with dspy.context(lm=teacher):
+        for ex in examples:
+            if len(demos) >= limit:
+                break
+            shown = program.extraction_inputs(ex.question, list(ex.topic_entities) or None)
+            if not shown or len(shown["candidates"]) < 2:
+                continue
+            gold = [c for c in shown["candidates"] if any(same_answer(c, answer) for answer in ex.answers)][:1]
+            if gold:
+                demos.append(dspy.Example(question=ex.question, topic=shown["topic"], candidate_paths=shown["candidate_paths"],
+                                          known_facts=shown["known_facts"], memory_notes=shown["memory_notes"],
+                                          extracted_answers=gold).with_inputs("question", "candidate_paths", "known_facts", "memory_notes"))
     return demos
 
 

@@ -20,7 +20,7 @@ import dspy
 
 from kgqa.evaluate.metrics import feedback, walk_metric
 from kgqa.kg import KGError, KnowledgeGraph
-from kgqa.optimizers.labels import choice_demos, interleave_depths, labeled_teacher, plan_demos
+from kgqa.optimizers.labels import answer_demos, interleave_depths, labeled_teacher, plan_demos
 from kgqa.programs.linking import Linker
 
 log = logging.getLogger(__name__)
@@ -168,10 +168,10 @@ def compile_program(
         compiled.plan.demos = plan_demos(trainset, per_depth=budget.plan_demos, kg=kg)
     if hasattr(compiled, "linker"):
         compiled.linker = fit_linker(compiled.linker, trainset, kg=kg)
-    if spec.labeled and budget.plan_demos and hasattr(compiled, "choose_answer"):
-        # Likewise the answer step, labeled by the gold answers: a pool of gold choices, each
-        # question shown the nearest in shape.
-        compiled.choose_answer.demos = choice_demos(compiled, trainset, limit=budget.plan_demos)
+    if labeled and budget.plan_demos and hasattr(compiled, "extract_answers"):
+        # Likewise path answer extraction, labeled by the gold answers: a pool of gold choices among
+        # the candidates the gold-path teacher's walk shows, each question shown the nearest in shape.
+        compiled.extract_answers.demos = answer_demos(compiled, trainset, teacher=teacher, limit=budget.plan_demos)
     return compiled
 
 

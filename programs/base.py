@@ -7,8 +7,8 @@ topics, the trails it ends on) and `_answer` (answers and GCR reasoning paths fr
 
 | program | walk | file |
 |---|---|---|
-| `KGQA` | plan, then one hop of the plan at a time | programs/kgqa.py |
-| `PathKGQA` | every short path, ranked; one choice of the answer | programs/path_choice.py |
+| `KGQA` | plan, retrieve hop by hop, prune, filter facts, update memory, check sufficiency, extract | programs/kgqa.py |
+| `LLMOnly`, `SimilarityWalk` | baselines: the model alone; the graph alone (every choice by similarity) | programs/baselines.py |
 """
 
 from __future__ import annotations
@@ -49,6 +49,10 @@ class WalkState:
     hop_targets: list[str] = field(default_factory=list)  # the plan: what each hop reaches
     conditions: list[str] = field(default_factory=list)  # the plan: what the answer must satisfy
     seen: dict[str, Trail] = field(default_factory=dict)
+    reached: list[Trail] = field(default_factory=list)  # every trail the walk reached, at every depth: the candidates
+    relations: dict = field(default_factory=dict)  # entity id -> the edges around it, as fetched so far
+    facts: list[str] = field(default_factory=list)  # the fact filter's kept facts
+    memory: list[str] = field(default_factory=list)  # memory update's notes
     final: list[Trail] = field(default_factory=list)
     depth: int = 0
     dropped: list[str] = field(default_factory=list)

@@ -1,64 +1,89 @@
-"""The knobs of a walk, with the defaults users see."""
+"""The knobs of a walk, with the defaults users see, and a switch per LLM step."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+
+# The steps a user can switch off (each a `WalkConfig` field), in the order the walk takes them.
+STEPS = ("relation_prune", "entity_prune", "fact_filter", "memory_update", "sufficiency", "extraction")
 
 
 @dataclass(frozen=True)
 class WalkConfig:
-    """How far and how wide the program explores, and what it spends.
+    """How far and how wide the program explores, what it spends, and which steps run.
 
     depth: hops from the topic entities at most (PoG uses 4, ToG 3); also the longest plan.
-    relations_per_entity: relations followed from one entity for one hop, at most.
-    entities_per_relation: entities kept from one (entity, relation) step when the answer has conditions.
-    beam_width: trails kept as the frontier after each depth (best scores first).
-    judge: at the plan's end, ask whether the walk reached the kind of thing asked for, and go one hop
-        further if not (one call per question; off by default: a plan compiled with gold hop counts is
-        rarely short, and a small judge mostly says yes).
-    judge_shown: reached entities shown to that judge.
+    min_depth: hops retrieved however short the plan, its candidates ranked after the plan's;
+        None: 2 on graphs with nameless CVT nodes (Freebase's facts sit behind them, and a small
+        planner counts their hops short), else 1.
+    relations_per_entity: relations the relation prune keeps for one hop, at most.
+    entities_per_relation: entities the entity prune keeps, at most; a frontier of more, when the
+        plan lists conditions, is pruned.
+    beam_width: relation chains the walk goes on from after each hop: the relation prune's choices,
+        then the chains most like the question (retrieval breadth, so a poor choice loses nothing).
+    max_frontier: entities the walk goes on from at most (those of the chosen chains first).
     max_reflections: times the walk may resume from entities it passed, after a dead end (PoG uses 5).
+    max_extensions: hops the answer sufficiency step may add to the plan.
+    sufficiency_shown: best paths shown to the answer sufficiency step.
+    facts_shown, facts_kept: facts about the candidates offered to the fact filter, and kept at most.
+    choices_shown: candidate answers shown to path answer extraction (best ranked first).
+    answers_chosen: candidate answers extraction may choose; each brings the other ends of its chain.
     answer_paths: reasoning paths returned with the answers (best first).
-    max_answers: answers returned at most (ranked by the scores of the trails that reach them).
-    min_path_score: trails below this score make no answer.
+    max_answers: answers returned at most.
     max_candidates: candidate lists longer than this are first cut by embedding similarity (PoG: 70).
     clear_similarity, clear_margin: a relation whose similarity to the hop's target is at least
         clear_similarity, and ahead of the next by clear_margin ("actor" -> starred_actors), is taken
         without asking the model; 1.0 asks the model always.
-    choices_shown: candidate answers shown to the answer step of `PathKGQA` (best ranked first).
     max_llm_calls: hard cap on LLM calls for one question.
-    demos_per_call: demos shown in one call at most; a step compiled with more (a pool of gold plans)
-        shows the ones whose questions are nearest the question asked.
+    demos_per_call: demos shown in one call at most; a step compiled with more (a pool of gold plans
+        or answers) shows the ones whose questions are nearest the question asked.
     snap_cutoff: how close (0..1, difflib ratio) a model's selection must be to a candidate to snap to it.
+    relation_prune, entity_prune, fact_filter, memory_update, sufficiency, extraction: the steps'
+        switches. Off, a step makes no call: the relation prune leaves the choice of chains to
+        similarity, the entity prune keeps every entity, the fact filter shows no facts, memory keeps
+        no notes, the walk takes the planned hops only, and the first ranked candidate (with the
+        other ends of its chain) answers.
     """
 
     depth: int = 3
+    min_depth: int | None = None
     relations_per_entity: int = 3
     entities_per_relation: int = 5
     beam_width: int = 8
-    judge: bool = False
-    judge_shown: int = 5
+    max_frontier: int = 70
     max_reflections: int = 2
+    max_extensions: int = 1
+    sufficiency_shown: int = 5
+    facts_shown: int = 15
+    facts_kept: int = 4
+    choices_shown: int = 10
+    answers_chosen: int = 3
     answer_paths: int = 5
     max_answers: int = 50
-    min_path_score: float = 0.0
     max_candidates: int = 70
     clear_similarity: float = 0.55
     clear_margin: float = 0.08
-    choices_shown: int = 10
     max_llm_calls: int = 12
     demos_per_call: int = 4
     snap_cutoff: float = 0.85
+    relation_prune: bool = True
+    entity_prune: bool = True
+    fact_filter: bool = True
+    memory_update: bool = True
+    sufficiency: bool = True
+    extraction: bool = True
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
-            if name in {"min_path_score", "snap_cutoff", "clear_similarity", "clear_margin"}:
+            if name in STEPS:
+                if not isinstance(value, bool):
+                    raise ValueError(f"{name} must be true or false, got {value!r}")
+            elif name in {"snap_cutoff", "clear_similarity", "clear_margin"}:
                 if not 0.0 <= value <= 1.0:
                     raise ValueError(f"{name} must be between 0 and 1, got {value}")
-            elif name == "judge":
-                if not isinstance(value, bool):
-                    raise ValueError(f"judge must be true or false, got {value!r}")
-            elif name == "max_reflections":
+            elif name == "min_depth" and value is None:
+                continue
+            elif name in {"max_reflections", "max_extensions"}:
                 if value < 0:
                     raise ValueError(f"{name} must be >= 0, got {value}")
             elif value < 1:
@@ -66,3 +91,9 @@ class WalkConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def without(self, step: str) -> WalkConfig:
+        """This config with one step switched off (an ablation)."""
+        if step not in STEPS:
+            raise ValueError(f"unknown step {step!r}; the steps are {', '.join(STEPS)}")
+        return replace(self, **{step: False})

@@ -1,107 +1,163 @@
-"""KGQA: a plan-driven walk over a knowledge graph, every LLM step a DSPy predictor.
+"""KGQA: one program over a knowledge graph, every LLM step a typed DSPy predictor.
 
-    topic entities (given, or linked by label) -> plan (how many hops, what each reaches,
-    conditions on the answer) -> per planned hop:
-        relations of the frontier -> relation prune (one constrained choice for the whole
-        frontier; none when the hop's target names its relation) -> neighbours (CVT nodes
-        stepped through) -> entity prune (only when the answer has conditions) ->
-        (reflection, only at a dead end)
-    -> (opt-in judge: did the last hop reach the asked kind? if not, one hop more) -> answers ranked
+    topic entities (given, or linked from the question's words)
+    -> plan (decompose: how many hops, what each reaches, conditions on the answer)
+    -> per planned hop: retrieve every relation of the frontier (one batched query, nameless CVT
+       nodes stepped through) -> relation prune (the chains to go on by) -> entity prune (the
+       entities to go on from, when the plan sets conditions and there are many)
+       (reflection, only at a dead end)
+    -> candidate answers: every end reached, ranked
+    -> fact filter (the facts about the candidates, values included, that bear on the question)
+    -> memory update (what each entity the question names has established)
+    -> answer sufficiency (do the best paths reach the answer? if not, one hop more, bounded)
+    -> path answer extraction (the answers the paths support, each with its GCR path)
 
-| step | method | predictor | signature | file |
-|---|---|---|---|---|
-| plan | `_plan` | `plan` | `Plan` | signatures/plan.py |
-| relation prune | `_prune_relations`, `_prune_compounds` | `prune_relations` | `PruneRelations` | signatures/prune.py |
-| entity prune | `_prune_entities` | `prune_entities` | `PruneEntities` | signatures/prune.py |
-| judge | `_judge` | `judge` | `Judge` | signatures/answer.py |
-| reflection | `_reflect` | `reflect` | `Reflect` | signatures/reflect.py |
+| step | method | predictor | signature | file | skipped when |
+|---|---|---|---|---|---|
+| plan | `_plan` | `plan` | `Plan` | signatures/plan.py | never |
+| relation prune | `_prune_relations` | `prune_relations` | `PruneRelations` | signatures/prune.py | the plan's last hop (extraction chooses there); one relation reached; the hop's target names its relation |
+| entity prune | `_prune_entities` | `prune_entities` | `PruneEntities` | signatures/prune.py | the plan sets no condition; few entities to go on from |
+| fact filter | `_filter_facts` | `filter_facts` | `FilterFacts` | signatures/facts.py | the question sets no condition; no facts about the candidates |
+| memory update | `_update_memory` | `update_memory` | `UpdateMemory` | signatures/memory.py | the question names one entity |
+| answer sufficiency | `_go_further` | `check_sufficiency` | `CheckSufficiency` | signatures/answer.py | at the deepest hop; extensions used up; the walk already went past the plan; nothing reached |
+| path answer extraction | `_extract` | `extract_answers` | `ExtractAnswers` | signatures/answer.py | one candidate, or one relation chain |
+| reflection | `_reflect` | `reflect` | `Reflect` | signatures/reflect.py | no dead end |
 
-The plan, not an open "is this enough?" at every depth, decides how far the walk goes: a small
-model asked that at every depth stops early. Choices are typed as the candidates offered
-(`kgqa.lm.adapter.choices`), so an LM that takes a JSON schema cannot invent or over-select
-one; every selection is still checked against its candidates, calls are made only where a
-decision exists, and a step whose reply is unusable falls back to embedding similarity; an LM that
-does not answer ends the question (`StopReason.LM_ERROR`).
+Every step can be switched off (`WalkConfig`), and the trace records, for each step, whether it ran,
+was skipped (and why) or fell back. Choices are typed as the candidates offered
+(`kgqa.lm.adapter.choices`), so an LM that takes a JSON schema cannot invent or over-select one;
+every selection is still checked against its candidates. A step whose reply is unusable falls back
+to embedding similarity; an LM that does not answer ends the question (`StopReason.LM_ERROR`).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Annotated
 
 import dspy
 import pydantic
 
 from kgqa.data.examples import question_problem
-from kgqa.kg import Edge, KnowledgeGraph, Node
+from kgqa.kg import Step
 from kgqa.programs import render
-from kgqa.programs.base import Candidates, KGProgram, WalkState, question_shape
-from kgqa.programs.config import WalkConfig
-from kgqa.programs.embedder import Embedder
+from kgqa.programs.base import KGProgram, WalkState, question_shape
 from kgqa.programs.trace import StopReason
 from kgqa.programs.trails import Hop, Trail
-from kgqa.signatures import Judge, Plan, PruneEntities, PruneRelations, Reflect
+from kgqa.signatures import (
+    CheckSufficiency,
+    ExtractAnswers,
+    FilterFacts,
+    Plan,
+    PruneEntities,
+    PruneRelations,
+    Reflect,
+    UpdateMemory,
+)
 
 log = logging.getLogger(__name__)
 _LOGGED_RELATIONS, _LOGGED_EDGES = 12, 60  # per hop, in the trace's `walk`
+_PAIRS_PER_CHAIN = 30  # ends of one relation chain scored with their names
+_PLANNED_BONUS = 0.15  # added to the similarity (0..1) of a candidate on the plan's chosen chain at its depth
+_VALUES_PER_FACT = 3  # values of one (candidate, relation) shown in one fact
+# words of questions whose answer a value decides: a number, a date, a comparison, an extreme
+_VALUE_WORDS = re.compile(
+    r"\d|\b(before|after|since|until|during|first|last|earliest|latest|oldest|youngest|newest|largest|smallest|"
+    r"biggest|highest|lowest|longest|shortest|most|least|more|less|fewer|greater|over|under|than|year|when|date)\b",
+    re.IGNORECASE,
+)
 
-__all__ = ["KGQA", "hop_kind", "question_shape"]
+__all__ = ["KGQA", "Candidate", "hop_kind", "question_shape"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One answer the walk reached: its best trail, its score, how many topic entities reach it, and
+    whether the relation prune chose every hop of that trail and it reached the plan's depth."""
+
+    label: str
+    trail: Trail
+    score: float
+    topics: int
+    planned: bool
+
+    @property
+    def path(self) -> str:
+        """The trail as the model reads it: names and relation words, directions left out (on graphs
+        cut from retrieved paths they point the way a retriever walked, not always Freebase's way)."""
+        return render.plain_path(self.trail)
 
 
 class KGQA(KGProgram):
-    """The plan-driven walk. `forward(question, topic_entities=None)` returns answers, GCR-style
-    reasoning paths and a trace of what the walk spent and why it stopped."""
+    """The walk. `forward(question, topic_entities=None)` returns answers, GCR-style reasoning paths
+    and a trace of what each step did, what the walk spent and why it stopped."""
 
-    def __init__(
-        self, kg: KnowledgeGraph | None = None, *, config: WalkConfig | None = None, embedder: Embedder | None = None
-    ) -> None:
+    def __init__(self, kg=None, *, config=None, embedder=None) -> None:
         super().__init__(kg, config=config, embedder=embedder)
         self.plan = dspy.Predict(Plan)
         self.prune_relations = dspy.Predict(PruneRelations)
         self.prune_entities = dspy.Predict(PruneEntities)
-        self.judge = dspy.Predict(Judge)
+        self.filter_facts = dspy.Predict(FilterFacts)
+        self.update_memory = dspy.Predict(UpdateMemory)
+        self.check_sufficiency = dspy.Predict(CheckSufficiency)
+        self.extract_answers = dspy.Predict(ExtractAnswers)
         self.reflect = dspy.Predict(Reflect)
 
     # -- the algorithm -----------------------------------------------------------------------
 
     def _walk(self, state: WalkState, topic_entities: Sequence[str] | None) -> None:
+        candidates = self._retrieve(state, topic_entities)
+        if state.trace.stop_reason is not None:
+            return None
+        if not candidates:
+            return state.stop(StopReason.DEAD_END)
+        extracted = self._extract(state, candidates)  # path answer extraction
+        state.stop(StopReason.CHOSEN if extracted else StopReason.PLAN_DONE)
+
+    def _retrieve(self, state: WalkState, topic_entities: Sequence[str] | None) -> list[Candidate]:
+        """Everything before the answer step: topics, plan, the hops with their prunes, facts, memory
+        and sufficiency. The candidate answers, best first; none (and the state stopped) on a bad
+        question or unknown topics."""
         problem = question_problem(state.question)
         if problem:
-            return state.stop(StopReason.BAD_QUESTION, error=problem)
+            state.stop(StopReason.BAD_QUESTION, error=problem)
+            return []
         state.topics, problem = self._topics(state, topic_entities)
         if not state.topics:
-            return state.stop(StopReason.NO_TOPIC_ENTITY, error=problem)
-        state.hop_targets, state.conditions = self._plan(state)
-        frontier = [Trail(topic) for topic in state.topics]
-        relations = dict(state.kg.relations(state.topic_ids).items)
-        hops = len(state.hop_targets)
-        while state.depth < hops:
-            state.depth += 1
-            relations.update(self._missing_relations(state, frontier, relations))
-            steps = self._prune_relations(state, frontier, relations)
-            kept: list[Trail] = []
-            if steps:
-                # the relations around what is reached serve the next hop, or stepping through CVT nodes:
-                # after the plan's last hop, on a graph without CVTs and with no judge to add a hop, none
-                more = state.depth < hops or state.config.judge or state.kg.profile.step_through_unnamed
-                candidates, relations = self._follow(state, steps, more=more)
-                kept = self._keep_entities(state, candidates)
-            if not kept:  # a dead end: resume from entities passed a hop before, or stop
-                resumed = self._reflect(state, frontier)
-                if resumed:
-                    frontier, state.depth = resumed, state.depth - 1  # take this hop again from them
-                    continue
-                # with nothing to resume from, the plan went a hop too far: the last hop reached answers
-                return state.stop(StopReason.PLAN_SHORTENED if state.final else StopReason.DEAD_END)
-            state.final, frontier = kept, self._beam(state, kept)
-            if state.config.judge and state.depth == hops and state.depth < state.config.depth and not self._judge(state):
-                hops += 1  # the plan was short: the judge found the walk one hop before the asked kind
-                state.trace.extended_hops += 1
-            if state.budget_hit:
-                return state.stop(StopReason.LLM_BUDGET)
-        state.stop(StopReason.PLAN_DONE)
+            state.stop(StopReason.NO_TOPIC_ENTITY, error=problem)
+            return []
+        state.hop_targets, state.conditions = self._plan(state)  # decompose
+        state.relations = dict(state.kg.relations(state.topic_ids).items)
+        floor = state.config.min_depth or (2 if state.kg.profile.step_through_unnamed else 1)
+        frontier, hops = [Trail(topic) for topic in state.topics], min(max(len(state.hop_targets), floor), state.config.depth)
+        while True:
+            while frontier and state.depth < hops and not state.budget_hit:
+                frontier = self._hop(state, frontier, last=state.depth + 1 >= hops)  # retrieve, prune relations and entities
+            candidates = self._rank(state)
+            self._filter_facts(state, candidates)  # fact filter
+            self._update_memory(state, candidates)  # memory update
+            if not self._go_further(state, candidates):  # answer sufficiency
+                return candidates
+            hops += 1
+            state.trace.extended_hops += 1
+            frontier = self._frontier(state, [t for c in candidates[: state.config.sufficiency_shown]
+                                              for t in state.reached if _chain(t) == _chain(c.trail)])
+
+    def extraction_inputs(self, question: str, topic_entities: Sequence[str] | None = None) -> dict | None:
+        """What path answer extraction would be shown for `question` under the current LM, and the
+        candidates' labels (`candidates`); None when the walk reaches nothing. What compiling
+        labels with the gold answers."""
+        state = self._new_state(question)
+        candidates = self._retrieve(state, topic_entities)[: self.config.choices_shown]
+        if not candidates:
+            return None
+        return {"candidate_paths": [c.path for c in candidates], "known_facts": list(state.facts),
+                "memory_notes": list(state.memory), "candidates": [c.label for c in candidates],
+                "topic": render.several([t.label for t in state.topics], shown=5)}
 
     # -- steps -------------------------------------------------------------------------------
 
@@ -113,6 +169,7 @@ class KGQA(KGProgram):
                          topic=render.several([t.label for t in state.topics]))
         targets = [t.strip() for t in (out.hop_targets if out else []) if isinstance(t, str) and t.strip()]
         conditions = [c.strip() for c in (out.answer_constraints if out else []) if isinstance(c, str) and c.strip()]
+        state.trace.record("plan", "ran" if targets else "fell_back", "" if targets else "no usable plan: one hop")
         if not targets:
             state.trace.fallbacks += 1
         topic_kind, answer_kind = (getattr(out, name, "") if out else "" for name in ("topic_kind", "answer_kind"))
@@ -121,134 +178,116 @@ class KGQA(KGProgram):
         targets = _end_at_answer(_start_after_topic(targets, topic_kind), answer_kind)
         return targets[:depth] or [state.question], conditions[:3]
 
-    def _missing_relations(self, state: WalkState, frontier: list[Trail], known: dict) -> dict:
-        """Relations of frontier entities not fetched with the last hop (ones brought back by reflection)."""
-        missing = [t.end.id for t in frontier if t.end.id not in known and not t.end.literal]
-        return dict(state.kg.relations(missing).items) if missing else {}
-
-    def _prune_relations(self, state: WalkState, frontier: list[Trail], relations: dict) -> list[tuple[Trail, Edge, float]]:
-        """Relations that take this hop of the plan: one decision for the whole frontier, over every
-        relation some frontier entity offers (the hop looks for one kind of thing, whichever entity
-        it starts from), listed most similar to the hop's target first; each chosen relation is
-        followed from the entities that offer it."""
-        offered: dict[str, Edge] = {}
-        by_trail: list[tuple[Trail, set[str]]] = []
-        for trail in frontier:
-            labels = {render.relation_label(e): e for e in self._onward(state, trail, relations)}
-            offered.update(labels)
-            by_trail.append((trail, set(labels)))
+    def _hop(self, state: WalkState, frontier: list[Trail], *, last: bool) -> list[Trail]:
+        """One hop: every relation of the frontier followed in one query (CVT nodes stepped through),
+        every trail reached kept as a candidate; then, unless this is the plan's last hop, the
+        relation prune and the entity prune choose what the walk goes on from."""
+        state.depth += 1
+        missing = [t.end.id for t in frontier if t.end.id not in state.relations and not t.end.literal]
+        if missing:  # entities brought back by reflection or an extension
+            state.relations.update(state.kg.relations(missing).items)
+        steps = [(t, e, t.score) for t in frontier for e in self._onward(state, t, state.relations)]
+        groups, around = self._follow(state, steps, more=True) if steps else ([], {})
+        state.relations.update(around)
+        by_label: dict[str, list[Trail]] = defaultdict(list)
+        for group in groups:
+            label = render.compound_label(group.edges)
+            for prefix, node in group.members:
+                trail = group.trail.extend(prefix + (Hop(group.edges[-1].relation, group.edges[-1].direction, node),), 1.0)
+                by_label[label].append(trail)
+                state.seen.setdefault(node.id, trail)
+        reached = [t for trails in by_label.values() for t in trails]
+        state.reached += reached
         target = self._hop_target(state)
-        names = sorted(offered)
-        scores = dict(zip(names, self.embedder.similarities(target, [render.relation_words(name) for name in names])))
-        candidates = sorted(names, key=lambda name: (-scores[name], name))
-        if _clear(candidates, scores, state.config):  # the target names its relation: no decision to make
-            picked = [(candidates[0], 1.0)]
-        else:
-            picked = self._pick_relations(
-                state, candidates, hop=f"hop {state.depth} of {max(state.depth, len(state.hop_targets))}: {target}",
-                entity=render.several([render.node_label(t.end) for t in frontier]),
-            )
-        log.debug("hop %d (%s): chose %s of %d relations", state.depth, target, [label for label, _ in picked], len(candidates))
-        state.trace.walk.append({"depth": state.depth, "target": target, "offered": candidates[: _LOGGED_RELATIONS],
-                         "chosen": [label for label, _ in picked], "edges": []})
-        return [(trail, offered[label], score) for label, score in picked for trail, labels in by_trail if label in labels]
+        logged = {"depth": state.depth, "target": target, "offered": sorted(by_label)[:_LOGGED_RELATIONS], "chosen": [], "edges": []}
+        state.trace.walk.append(logged)
+        if not reached:  # a dead end: resume from entities passed a hop before, or stop here
+            resumed = self._reflect(state, frontier)
+            if resumed:
+                state.depth -= 1  # take this hop again from them
+            return resumed
+        if last:
+            state.trace.record("relation_prune", "skipped", f"hop {state.depth} is the plan's last: extraction chooses among its ends")
+            state.trace.record("entity_prune", "skipped", f"hop {state.depth} is the plan's last")
+            logged["edges"] = [_edge(t, True) for t in reached[:_LOGGED_EDGES]]
+            return []
+        chosen = self._prune_relations(state, sorted(by_label), frontier)
+        ahead = self._beam(state, by_label, chosen)
+        logged["chosen"] = [label for label, _ in ahead]
+        kept = {label for label, _ in ahead}
+        logged["edges"] = [_edge(t, label in kept) for label, trails in by_label.items() for t in trails][:_LOGGED_EDGES]
+        trails = [Trail(t.topic, t.hops, t.score * factor) for label, factor in ahead for t in by_label[label]]
+        return self._frontier(state, self._prune_entities(state, trails))
 
-    def _pick_relations(self, state: WalkState, candidates: list[str], *, hop: str, entity: str) -> list[tuple[str, float]]:
-        """The relation prune step: which of the candidates take this hop of the plan."""
-        return self._pick(
-            state, self.prune_relations, offered="candidate_relations", chosen="relations_to_follow", candidates=candidates,
-            limit=state.config.relations_per_entity, query=f"{self._hop_target(state)} {state.question}",
-            question=state.question, plan=state.hop_targets, hop=hop, entity=entity,
+    def _prune_relations(self, state: WalkState, labels: list[str], frontier: list[Trail]) -> list[str]:
+        """The relation prune: which of the relations this hop reached things by the walk goes on by."""
+        if not state.config.relation_prune:
+            state.trace.record("relation_prune", "skipped", "switched off: the chains most like the question")
+            return []
+        if len(labels) <= 1:
+            state.trace.record("relation_prune", "skipped", f"{len(labels)} relation reached")
+            return labels
+        target = self._hop_target(state)
+        scores = dict(zip(labels, self.embedder.similarities(target, [render.relation_words(label) for label in labels])))
+        ranked = sorted(labels, key=lambda label: (-scores[label], label))
+        if _clear(ranked, scores, state.config):
+            state.trace.record("relation_prune", "skipped", f"the hop's target {target!r} names its relation")
+            return ranked[:1]
+        fallbacks = state.trace.fallbacks
+        picked = self._pick(
+            state, self.prune_relations, offered="candidate_relations", chosen="relations_to_follow", candidates=ranked,
+            limit=state.config.relations_per_entity, query=f"{target} {state.question}",
+            question=state.question, plan=state.hop_targets, hop=f"hop {state.depth} of {max(state.depth, len(state.hop_targets))}: {target}",
+            entity=render.several([render.node_label(t.end) for t in frontier]),
         )
+        state.trace.record("relation_prune", "fell_back" if state.trace.fallbacks > fallbacks else "ran")
+        return [label for label, _ in picked]
+
+    def _beam(self, state: WalkState, by_label: dict[str, list[Trail]], chosen: list[str]) -> list[tuple[str, float]]:
+        """The relations the walk goes on by, with the factor their trails' scores take: the relation
+        prune's choices (1.0), then the others whose chains are most like the question (0.5), up to
+        `beam_width` (retrieval breadth: a poor choice loses no candidate similarity would find)."""
+        others = [label for label in by_label if label not in chosen]
+        words = [_chain_words(_chain(by_label[label][0])) for label in others]
+        scores = dict(zip(others, self.embedder.similarities(state.question, words))) if others else {}
+        filled = sorted(others, key=lambda label: (-scores[label], label))[: max(0, state.config.beam_width - len(chosen))]
+        return [(label, 1.0) for label in chosen] + [(label, 0.5) for label in filled]
+
+    def _prune_entities(self, state: WalkState, trails: list[Trail]) -> list[Trail]:
+        """The entity prune: when the plan sets conditions and more entities are reached than
+        `entities_per_relation`, the ones to go on from (values always pass)."""
+        named = list(dict.fromkeys(render.node_label(t.end) for t in trails if not t.end.literal))
+        if not state.config.entity_prune:
+            state.trace.record("entity_prune", "skipped", "switched off: every entity")
+            return trails
+        if not state.conditions:
+            state.trace.record("entity_prune", "skipped", "the plan sets no condition")
+            return trails
+        if len(named) <= state.config.entities_per_relation:
+            state.trace.record("entity_prune", "skipped", f"{len(named)} entities to go on from")
+            return trails
+        fallbacks = state.trace.fallbacks
+        picked = self._pick(
+            state, self.prune_entities, offered="candidate_entities", chosen="entities_to_keep", candidates=named,
+            limit=state.config.entities_per_relation, query=f"{state.question} {' '.join(state.conditions)}",
+            question=state.question, conditions=state.conditions,
+            relation_walked=render.several(list(dict.fromkeys(render.compound_label([h.edge for h in t.hops]) for t in trails))),
+        )
+        state.trace.record("entity_prune", "fell_back" if state.trace.fallbacks > fallbacks else "ran")
+        kept = {label for label, _ in picked}
+        return [t for t in trails if t.end.literal or render.node_label(t.end) in kept]
+
+    def _frontier(self, state: WalkState, trails: list[Trail]) -> list[Trail]:
+        """The trails to go on from: one per entity, values excluded, best scores first, at most `max_frontier`."""
+        frontier: dict[str, Trail] = {}
+        for trail in sorted(trails, key=lambda t: -t.score):
+            if not trail.end.literal and trail.end.id not in frontier and trail.end.id not in state.topic_ids:
+                frontier[trail.end.id] = trail
+        return list(frontier.values())[: state.config.max_frontier]
 
     def _hop_target(self, state: WalkState) -> str:
-        """What the plan says this hop reaches ('one hop further' past a plan the judge found short)."""
+        """What the plan says this hop reaches ('one hop further' past a plan found short)."""
         return state.hop_targets[state.depth - 1] if state.depth <= len(state.hop_targets) else "one hop further"
-
-    def _prune_compounds(self, state: WalkState, groups: list[Candidates]) -> list[Candidates]:
-        """Through a nameless (CVT) node a chosen relation fans out into several compound ones
-        (`film.film.starring -> film.performance.actor`, `... -> film.performance.character`):
-        one constrained choice among them per first relation, none where there is one."""
-        by_first: dict[Edge, list[Candidates]] = defaultdict(list)
-        for group in groups:
-            if len(group.edges) > 1:
-                by_first[group.edges[0]].append(group)
-        dropped: set[tuple[Edge, ...]] = set()
-        target = self._hop_target(state)
-        for first, through in by_first.items():
-            labels = {render.compound_label(g.edges): g.edges for g in through}
-            picked = self._pick_relations(
-                state, list(labels), hop=f"hop {state.depth}, through {render.relation_label(first)}: {target}",
-                entity=render.several([render.node_label(g.trail.end) for g in through]),
-            )
-            keep = {labels[label] for label, _ in picked}
-            dropped |= set(labels.values()) - keep
-        return [g for g in groups if g.edges not in dropped]
-
-    def _keep_entities(self, state: WalkState, groups: list[Candidates]) -> list[Trail]:
-        """Entities to keep. Every one, unless the answer has conditions and this is the plan's last
-        hop: then one constrained decision per (compound) relation across the whole frontier."""
-        groups = self._prune_compounds(state, groups)
-        prune = bool(state.conditions) and state.depth >= len(state.hop_targets)
-        by_edges: dict[tuple[Edge, ...], list[Candidates]] = defaultdict(list)
-        for group in groups:
-            by_edges[group.edges].append(group)
-        kept: list[Trail] = []
-        for edges, same in by_edges.items():
-            nodes = list(dict.fromkeys(n for group in same for _, n in group.members))
-            if prune:
-                chosen = self._prune_entities(state, edges, same, nodes)
-            else:
-                chosen = {node: 1.0 for node in nodes}
-            for group in same:
-                for prefix, node in group.members:
-                    hops = prefix + (Hop(edges[-1].relation, edges[-1].direction, node),)
-                    trail = group.trail.extend(hops, group.score * chosen.get(node, 0.0))
-                    state.seen.setdefault(node.id, trail)  # pruned ones too: reflection may resume from them
-                    logged = state.trace.walk[-1]["edges"] if state.trace.walk else None
-                    if logged is not None and len(logged) < _LOGGED_EDGES:
-                        logged.append([render.node_label(group.trail.end), render.compound_label(edges),
-                                       render.node_label(node), node in chosen])
-                    if node in chosen:
-                        kept.append(trail)
-        return sorted(kept, key=lambda t: (-t.score, render.path_text(t)))
-
-    def _prune_entities(self, state: WalkState, edges: tuple[Edge, ...], same: list[Candidates], nodes: list[Node]) -> dict[Node, float]:
-        by_label: dict[str, list[Node]] = defaultdict(list)
-        for node in nodes:
-            if not node.literal:
-                by_label[render.node_label(node)].append(node)
-        ends = render.several([render.node_label(g.trail.end) for g in same])
-        picked = self._pick(
-            state,
-            self.prune_entities,
-            offered="candidate_entities",
-            chosen="entities_to_keep",
-            candidates=list(by_label),
-            limit=state.config.entities_per_relation,
-            query=f"{state.question} {' '.join(state.conditions)}",
-            question=state.question,
-            conditions=state.conditions,
-            relation_walked=f"{ends} -> {render.compound_label(edges)}",
-        )
-        chosen = {node: score for label, score in picked for node in by_label[label]}
-        chosen.update((node, 1.0) for node in nodes if node.literal)  # values pass without pruning
-        return chosen
-
-    def _judge(self, state: WalkState) -> bool:
-        """Did the last planned hop reach what the question asks for? True when unsure (no call, an unusable reply)."""
-        best = state.final[0]
-        reached = list(dict.fromkeys(render.node_label(t.end) for t in state.final))[: state.config.judge_shown]
-        out = self._call(state, self.judge, question=state.question, reasoning_path=render.path_text(best), reached_entities=reached)
-        return out is None or out.reached_answer is not False
-
-    def _beam(self, state: WalkState, kept: list[Trail]) -> list[Trail]:
-        """The best trails to go on from: one per entity, literals excluded, best scores first."""
-        frontier: dict[str, Trail] = {}
-        for trail in kept:
-            if not trail.end.literal and trail.end.id not in frontier:
-                frontier[trail.end.id] = trail
-        return list(frontier.values())[: state.config.beam_width]
 
     def _reflect(self, state: WalkState, dead_end: list[Trail]) -> list[Trail]:
         """Plan-on-Graph's reflection, only at a dead end: resume from entities passed one hop
@@ -263,44 +302,202 @@ class KGQA(KGProgram):
             return []
         state.trace.reflections += 1
         picked = self._pick(
-            state,
-            self.reflect,
-            offered="earlier_entities",
-            chosen="entities_to_resume",
-            candidates=list(earlier),
-            limit=state.config.beam_width,
-            query=state.question,
-            question=state.question,
-            plan=state.hop_targets,
+            state, self.reflect, offered="earlier_entities", chosen="entities_to_resume", candidates=list(earlier),
+            limit=state.config.beam_width, query=state.question, question=state.question, plan=state.hop_targets,
             dead_end=render.several([render.node_label(t.end) for t in dead_end]),
         )
+        state.trace.record("reflection", "ran")
         return [earlier[label] for label, _ in picked]
 
-    def _answer(self, state: WalkState) -> tuple[list[str], list[str]]:
-        """The entities the walk ended on, ranked first by how many of the question's topic entities
-        reach them (an answer must meet every entity a conjunction names: the city that is home to
-        both people), then by their best trail, then by how many trails reach them (an answer of
-        the relations the model chose first is not outranked by one that many trails of a later
-        choice reach). Each answer once, with the GCR paths of the first answers' best trails
-        (`answer_paths` in all). The walk never ends on a topic or a nameless node."""
-        trails = [t for t in state.final if t.score >= state.config.min_path_score and (t.end.literal or t.end.name)]
-        best: dict[str, float] = defaultdict(float)
-        total: dict[str, float] = defaultdict(float)
-        topics: dict[str, set[str]] = defaultdict(set)  # the topic names (not ids: one name may link several) reaching each answer
-        for trail in trails:
+    def _rank(self, state: WalkState) -> list[Candidate]:
+        """Every answer reached, each with its best trail: first those more topic entities reach
+        (the city home to both people), then by similarity to the question, half the relation chain's
+        words, half the chain with the answer's name ("mascot team ; championship champion : 2014
+        World Series"), with a bonus for a trail the relation prune chose every hop of, at the plan's
+        depth (a bonus, not a rule: a small planner's hop count is often wrong on Freebase)."""
+        ends = [t for t in state.reached if (t.end.literal or t.end.name) and t.end.id not in state.topic_ids]
+        planned_depth = min(len(state.hop_targets) + state.trace.extended_hops, state.depth)
+        by_chain: dict[tuple, list[Trail]] = defaultdict(list)
+        for trail in ends:
+            by_chain[_chain(trail)].append(trail)
+        chains = list(by_chain)
+        chain_scores = dict(zip(chains, self.embedder.similarities(state.question, [_chain_words(c) for c in chains])))
+        pairs = [t for chain in sorted(chains, key=lambda c: -chain_scores[c])[: state.config.max_candidates]
+                 for t in by_chain[chain][:_PAIRS_PER_CHAIN]]
+        named = self.embedder.similarities(state.question, [f"{_chain_words(_chain(t))} : {render.node_label(t.end)}" for t in pairs])
+        pair_scores = {id(t): s for t, s in zip(pairs, named)}
+        best: dict[str, tuple[float, Trail, bool]] = {}
+        topics: dict[str, set[str]] = defaultdict(set)
+        for trail in ends:
             label = render.node_label(trail.end)
-            best[label], total[label] = max(best[label], trail.score), total[label] + trail.score
+            planned = state.config.relation_prune and trail.score >= 1.0 and trail.steps == planned_depth
+            score = 0.5 * chain_scores[_chain(trail)] + 0.5 * pair_scores.get(id(trail), 0.0) + _PLANNED_BONUS * planned
             topics[label].add(trail.topic.label)
-        ranked = sorted(best, key=lambda a: (-len(topics[a]), -best[a], -total[a], a))
-        rank = {answer: i for i, answer in enumerate(ranked)}
-        shown = sorted(trails, key=lambda t: rank[render.node_label(t.end)])[: state.config.answer_paths]  # best trails first within
-        paths = [render.gcr_path(t, render.node_label(t.end)) for t in shown]
-        return ranked[: state.config.max_answers], paths
+            if label not in best or score > best[label][0]:
+                best[label] = (score, trail, planned)
+        ranked = sorted(best, key=lambda label: (-len(topics[label]), -best[label][0], label))
+        return [Candidate(label, best[label][1], best[label][0], len(topics[label]), best[label][2]) for label in ranked]
+
+    def _filter_facts(self, state: WalkState, candidates: list[Candidate]) -> None:
+        """The fact filter: of the facts about the candidates shown to extraction (their relations to
+        values and named entities, one query), keep the ones that bear on the question."""
+        state.facts = []
+        if not state.config.fact_filter:
+            return state.trace.record("fact_filter", "skipped", "switched off")
+        if not state.conditions and not _VALUE_WORDS.search(state.question):
+            return state.trace.record("fact_filter", "skipped", "the question sets no condition")
+        offered = self._facts(state, candidates[: state.config.choices_shown])
+        if not offered:
+            return state.trace.record("fact_filter", "skipped", "no facts about the candidates")
+        fallbacks = state.trace.fallbacks
+        picked = self._pick(
+            state, self.filter_facts, offered="candidate_facts", chosen="relevant_facts", candidates=offered,
+            limit=state.config.facts_kept, query=f"{state.question} {' '.join(state.conditions)}",
+            question=state.question, conditions=state.conditions,
+        )
+        state.facts = [fact for fact, _ in picked]
+        state.trace.facts = list(state.facts)
+        state.trace.record("fact_filter", "fell_back" if state.trace.fallbacks > fallbacks else "ran")
+
+    def _facts(self, state: WalkState, shown: list[Candidate]) -> list[str]:
+        """Facts about the shown candidates, 'candidate | relation | value', most like the question
+        first, `facts_shown` at most: every relation of each (but the one its trail arrived by) to
+        values or named entities, up to a few values each."""
+        entities = {c.trail.end.id: c for c in shown if not c.trail.end.literal}
+        steps = [Step(entity, e.relation, e.direction) for entity, c in entities.items()
+                 for e in state.relations.get(entity, ()) if e != (c.trail.arrival.reversed if c.trail.arrival else None)]
+        if not steps:
+            return []
+        fanout = state.kg.follow(steps, relations=False)
+        facts = []
+        for step in steps:
+            values = [render.node_label(n) for n in fanout[step] if (n.literal or n.name) and n.id not in state.topic_ids]
+            if values:
+                facts.append(f"{entities[step.entity].label} | {render.relation_phrase(step.relation)} | "
+                             f"{', '.join(values[:_VALUES_PER_FACT])}")
+        facts = list(dict.fromkeys(facts))
+        query = f"{state.question} {' '.join(state.conditions)}"
+        return self.embedder.top(query, facts, state.config.facts_shown) if len(facts) > state.config.facts_shown else facts
+
+    def _update_memory(self, state: WalkState, candidates: list[Candidate]) -> None:
+        """Memory update: when the question names several entities, one note per entity on what its
+        paths established, the earlier notes updated (a conjunction's answer must fit them all)."""
+        names = list(dict.fromkeys(t.label for t in state.topics))
+        if not state.config.memory_update:
+            return state.trace.record("memory_update", "skipped", "switched off")
+        if len(names) < 2:
+            return state.trace.record("memory_update", "skipped", "the question names one entity")
+        rank = {c.label: i for i, c in enumerate(candidates)}
+        evidence = []
+        for name in names:
+            trails = sorted((t for t in state.reached if t.topic.label == name and render.node_label(t.end) in rank),
+                            key=lambda t: rank[render.node_label(t.end)])
+            evidence += list(dict.fromkeys(render.plain_path(t) for t in trails))[: state.config.sufficiency_shown]
+        signature = self.update_memory.signature.with_updated_fields(
+            "memory_notes", type_=Annotated[list[str], pydantic.Field(max_length=len(names))])
+        out = self._call(state, self.update_memory, signature=signature, question=state.question, plan=state.hop_targets,
+                         memory=state.memory, new_evidence=evidence)
+        notes = [n.strip()[:300] for n in (getattr(out, "memory_notes", None) or []) if isinstance(n, str) and n.strip()]
+        if notes:
+            state.memory = notes[: len(names)]
+            state.trace.record("memory_update", "ran")
+        else:  # what the graph says each entity reached, without the model
+            state.trace.fallbacks += 1
+            state.memory = [f"{name} reaches {render.several([render.node_label(t.end) for t in state.reached if t.topic.label == name and render.node_label(t.end) in rank])}"
+                            for name in names]
+            state.trace.record("memory_update", "fell_back", "no usable notes: what each entity reaches")
+        state.trace.memory = list(state.memory)
+
+    def _go_further(self, state: WalkState, candidates: list[Candidate]) -> bool:
+        """Answer sufficiency: do the best paths reach the answer? True (walk one hop further) only
+        when the model says they stop short and the walk may still go deeper."""
+        if not state.config.sufficiency:
+            state.trace.record("sufficiency", "skipped", "switched off: the plan's hops only")
+            return False
+        if not candidates:
+            state.trace.record("sufficiency", "skipped", "nothing reached")
+            return False
+        if state.depth >= state.config.depth or state.trace.extended_hops >= state.config.max_extensions:
+            state.trace.record("sufficiency", "skipped", "no hop left to add")
+            return False
+        if state.depth > len(state.hop_targets):
+            state.trace.record("sufficiency", "skipped", "the walk already retrieved a hop past the plan")
+            return False
+        out = self._call(state, self.check_sufficiency, question=state.question, memory_notes=state.memory,
+                         best_paths=[c.path for c in candidates[: state.config.sufficiency_shown]])
+        verdict = getattr(out, "evidence_sufficient", None) if out is not None else None
+        if not isinstance(verdict, bool):
+            state.trace.fallbacks += 1
+            state.trace.record("sufficiency", "fell_back", "no usable verdict: the plan's hops only")
+            return False
+        state.trace.record("sufficiency", "ran", "sufficient" if verdict else "one hop short")
+        return not verdict
+
+    def _extract(self, state: WalkState, candidates: list[Candidate]) -> bool:
+        """Path answer extraction: the model chooses among the first `choices_shown` candidates, each
+        shown with its path (and the kept facts and notes); each chosen answer brings the other ends
+        of its relation chain that as many topic entities reach. True if the model chose."""
+        shown = candidates[: state.config.choices_shown]
+        state.trace.candidates = [c.label for c in shown]
+        chosen, extracted = [shown[0]], False
+        if not state.config.extraction:
+            state.trace.record("extraction", "skipped", "switched off: the first ranked")
+        elif len({_chain(c.trail)[1:] for c in shown}) == 1:
+            state.trace.record("extraction", "skipped", "one relation chain: every end answers")
+        else:
+            labels = [c.label for c in shown]
+            kept = self._checked_choice(state, self.extract_answers, chosen="extracted_answers", candidates=labels,
+                                        limit=state.config.answers_chosen, question=state.question,
+                                        candidate_paths=[c.path for c in shown], known_facts=state.facts,
+                                        memory_notes=state.memory)
+            if kept:
+                chosen, extracted = [shown[labels.index(label)] for label in kept], True
+                state.trace.record("extraction", "ran")
+            else:
+                state.trace.fallbacks += 1
+                state.trace.record("extraction", "fell_back", "no usable choice: the first ranked")
+        rank = {c.label: i for i, c in enumerate(candidates)}
+        topics = {c.label: c.topics for c in candidates}
+        final = [c.trail for c in chosen]
+        for c in chosen:
+            same = [t for t in state.reached if _chain(t) == _chain(c.trail) and render.node_label(t.end) in rank
+                    and topics[render.node_label(t.end)] >= c.topics]
+            final += sorted(same, key=lambda t: rank[render.node_label(t.end)])
+        state.final = final
+        return extracted
+
+    def _answer(self, state: WalkState) -> tuple[list[str], list[str]]:
+        """The extracted answers, then the other ends of their chains; each once, with GCR paths."""
+        answers, paths = [], []
+        for trail in state.final:
+            label = render.node_label(trail.end)
+            if label not in answers:
+                answers.append(label)
+                if len(paths) < state.config.answer_paths:
+                    paths.append(render.gcr_path(trail, label))
+        return answers[: state.config.max_answers], paths
 
 
 def hop_kind(target: str) -> str:
     """The kind a plan's hop names (hops are written `kind (relation words)`): "movie (directed by)" -> "movie"."""
     return target.split("(", 1)[0].strip()
+
+
+def _chain(trail: Trail) -> tuple[str, ...]:
+    """The relations a trail followed, from its topic entity, directions left out."""
+    return (trail.topic.id, *(hop.relation for hop in trail.hops))
+
+
+def _chain_words(chain: tuple[str, ...]) -> str:
+    """A chain's relations as words for similarity: ('x', 'sports.mascot.team') -> 'mascot team'."""
+    return " ; ".join(render.relation_phrase(relation) for relation in chain[1:])
+
+
+def _edge(trail: Trail, kept: bool) -> list:
+    """A hop's edge as the trace logs it: from, relation, to, whether the walk went on from it."""
+    hops = trail.hops[-2:] if len(trail.hops) > 1 and not trail.hops[-2].node.name and not trail.hops[-2].node.literal else trail.hops[-1:]
+    start = trail.nodes()[-len(hops) - 1]
+    return [render.node_label(start), render.compound_label([h.edge for h in hops]), render.node_label(trail.end), kept]
 
 
 def _noun(text: object) -> str:
@@ -326,10 +523,10 @@ def _end_at_answer(targets: list[str], kind: object) -> list[str]:
     return targets[: hits[-1] + 1] if hits else targets
 
 
-def _clear(ranked: list[str], scores: dict[str, float], config: WalkConfig) -> bool:
+def _clear(ranked: list[str], scores: dict[str, float], config) -> bool:
     """The best candidate is similar enough to the target, and far enough ahead of the next."""
     if len(ranked) < 2:
-        return False  # one candidate is a forced choice anyway; _pick takes it without a call
+        return False
     best, second = scores[ranked[0]], scores[ranked[1]]
     return best >= config.clear_similarity and best - second >= config.clear_margin
 

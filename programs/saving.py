@@ -20,7 +20,8 @@ PROGRAM_FILE, CONFIG_FILE, LINKING_FILE = "program.json", "config.json", "linkin
 MAX_FILE_BYTES = 50_000_000
 MAX_STRING = 200_000
 _PREDICTOR_KEYS = {"traces", "train", "demos", "signature", "lm"}
-OLDER_STEPS = {"decompose", "filter_facts", "update_memory", "extract_answer"}  # the walk before the plan-driven one
+# predictors of earlier kgqa programs: the first walk, the plan walk (`--strategy plan`), the path choice (`--strategy paths`)
+OLDER_STEPS = {"decompose", "extract_answer", "judge", "choose_answer"}
 
 
 class ProgramFileError(KGQAError, ValueError):
@@ -38,8 +39,6 @@ def versions() -> dict[str, str]:
 
 
 def save_program(program: KGProgram, directory: str | Path, *, settings: dict) -> Path:
-    from kgqa.programs import strategy_name
-
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     program.save(str(directory / PROGRAM_FILE))
@@ -48,7 +47,7 @@ def save_program(program: KGProgram, directory: str | Path, *, settings: dict) -
         linking.write_text(json.dumps(program.linker.to_dict(), ensure_ascii=False))
     else:
         linking.unlink(missing_ok=True)
-    saved = {**settings, "strategy": strategy_name(program), "walk": program.config.to_dict(), "versions": versions()}
+    saved = {**settings, "walk": program.config.to_dict(), "versions": versions()}
     (directory / CONFIG_FILE).write_text(json.dumps(saved, indent=2, default=str) + "\n")
     return directory
 
@@ -65,25 +64,25 @@ def read_settings(directory: str | Path) -> dict:
 
 
 def load_program(directory: str | Path, kg: KnowledgeGraph, *, settings: dict | None = None) -> KGProgram:
-    """The program saved in `directory`, of the strategy its settings name (`strategy`: `plan`, the
-    default of programs saved before there were two, or `paths`), on `kg`."""
-    from kgqa.programs import STRATEGIES
+    """The program saved in `directory`, on `kg`. A program of an earlier kgqa (one of the two
+    strategies, `plan` or `paths`, or the first walk) is a clear error that says to recompile."""
+    from kgqa.programs import KGQA
 
     directory = Path(directory)
     settings = settings if settings is not None else read_settings(directory)
     path = directory / PROGRAM_FILE
     if not path.is_file():
         raise ProgramFileError(f"no {PROGRAM_FILE} in {directory}")
-    kind = settings.get("strategy", "plan")
-    if kind not in STRATEGIES:
-        raise ProgramFileError(f"{directory / CONFIG_FILE}: unknown strategy {kind!r}; kgqa has {', '.join(STRATEGIES)}")
+    if "strategy" in settings:
+        raise ProgramFileError(f"{directory} was compiled by an earlier kgqa as the {settings['strategy']!r} strategy; kgqa is one "
+                               f"program now, with every step: recompile it with `kgqa compile ... --out {directory}`")
     state = _read_json(path)  # its steps first: a program of an older walk also has older walk settings
-    check_state(state, expected={name for name, _ in STRATEGIES[kind](kg).named_predictors()}, source=path)
+    check_state(state, expected={name for name, _ in KGQA(kg).named_predictors()}, source=path)
     try:
         walk = WalkConfig(**settings.get("walk", {}))
     except (TypeError, ValueError) as exc:
         raise ProgramFileError(f"{directory / CONFIG_FILE}: bad walk settings: {exc}") from None
-    program = STRATEGIES[kind](kg, config=walk)
+    program = KGQA(kg, config=walk)
     try:
         program.load(str(path))
     except Exception as exc:  # DSPy raises many kinds on a state that does not fit
@@ -116,8 +115,8 @@ def check_state(state: object, *, expected: set[str], source: Path) -> None:
     if names != expected:
         unknown, missing = sorted(names - expected), sorted(expected - names)
         if set(unknown) & OLDER_STEPS:
-            raise ProgramFileError(f"{source} was compiled by an older kgqa, whose walk had the steps {unknown}; "
-                                   "recompile it with `kgqa compile` (the plan-driven walk has other steps)")
+            raise ProgramFileError(f"{source} was compiled by an earlier kgqa, whose walk had the steps {unknown}; "
+                                   "recompile it with `kgqa compile` (the program has other steps now)")
         raise ProgramFileError(f"{source}: predictors do not match this program (unknown: {unknown}, missing: {missing})")
     for name in expected:
         predictor = state[name]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 class StopReason(str, enum.Enum):
     """Why a question's run ended."""
 
-    PLAN_DONE = "plan_done"  # the walk took every hop of its plan
+    PLAN_DONE = "plan_done"  # the walk took every hop of its plan, and its one relation chain answered
     PLAN_SHORTENED = "plan_shortened"  # the plan's last hop found nothing: the hop before it answered
     DEAD_END = "dead_end"  # a hop found nothing and nothing was left to resume from
     LLM_BUDGET = "llm_budget"  # the cap on LLM calls ran out before any answer
@@ -24,7 +24,7 @@ class StopReason(str, enum.Enum):
     CUT = "cut"  # the run was cut before its end: its deadline passed, its client went away, the server stopped
     NO_TOPIC_ENTITY = "no_topic_entity"  # no topic entity was given or found in the KG
     BAD_QUESTION = "bad_question"  # empty, not text, or too long
-    CHOSEN = "chosen"  # (path choice) the answer was chosen among the candidates the paths reached
+    CHOSEN = "chosen"  # path answer extraction chose the answers among the candidates the paths reached
     ANSWERED = "answered"  # (LLM-only) the model gave answers
     NO_ANSWER = "no_answer"  # (LLM-only) the model gave none
     # written by the walk before the plan-driven one (an open sufficiency check at every depth); read from old records
@@ -64,6 +64,10 @@ class Trace:
     hops_walked: int = 0
     relation_path: list[list[str]] = field(default_factory=list)  # [relation, "out"|"in"] of the best trail
     walk: list[dict] = field(default_factory=list)  # per hop: target, relations offered and chosen, edges reached
+    steps: list[dict] = field(default_factory=list)  # each step as it came: {"step", "status": ran|skipped|fell_back, "why"}
+    candidates: list[str] = field(default_factory=list)  # the candidate answers shown to path answer extraction
+    facts: list[str] = field(default_factory=list)  # the facts the fact filter kept
+    memory: list[str] = field(default_factory=list)  # the notes of memory update, at the end
     reflections: int = 0
     topic_entities: list[str] = field(default_factory=list)
     topic_names: list[str] = field(default_factory=list)
@@ -71,6 +75,19 @@ class Trace:
     dropped_selections: int = 0
     dropped_examples: list[str] = field(default_factory=list)
     fallbacks: int = 0
+
+    def record(self, step: str, status: str, why: str = "") -> None:
+        """One step's outcome: it `ran` (made its call), was `skipped` (no decision to make, or
+        switched off; `why` says which) or `fell_back` (its reply was unusable)."""
+        self.steps.append({"step": step, "status": status, "why": why})
+
+    def step_counts(self) -> dict[str, dict[str, int]]:
+        """Per step, how often it ran, was skipped and fell back."""
+        counts: dict[str, dict[str, int]] = {}
+        for entry in self.steps:
+            per = counts.setdefault(entry["step"], {"ran": 0, "skipped": 0, "fell_back": 0})
+            per[entry["status"]] = per.get(entry["status"], 0) + 1
+        return counts
 
     def to_dict(self) -> dict:
         data = dataclasses.asdict(self)

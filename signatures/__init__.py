@@ -3,18 +3,23 @@ field names differ from step to step, because DSPy attaches demos by field-name 
 
 | step | signature | file |
 |---|---|---|
-| plan the hops | `Plan` | plan.py |
-| choose the relation of a hop | `PruneRelations` | prune.py |
-| keep the entities that meet the conditions | `PruneEntities` | prune.py |
-| check the walk reached the asked kind | `Judge` | answer.py |
-| choose the answer among the ends of retrieved paths | `ChooseAnswer` | answer.py |
-| resume after a dead end | `Reflect` | reflect.py |
+| plan the hops (decompose) | `Plan` | plan.py |
+| relation prune | `PruneRelations` | prune.py |
+| entity prune | `PruneEntities` | prune.py |
+| fact filter | `FilterFacts` | facts.py |
+| memory update | `UpdateMemory` | memory.py |
+| answer sufficiency | `CheckSufficiency` | answer.py |
+| path answer extraction | `ExtractAnswers` | answer.py |
+| resume after a dead end (reflection) | `Reflect` | reflect.py |
 | answer without the graph (baseline) | `AnswerDirectly` | answer.py |
 """
 
-from kgqa.signatures.answer import AnswerDirectly, ChooseAnswer, Judge
+from kgqa.signatures.answer import AnswerDirectly, CheckSufficiency, ExtractAnswers
+from kgqa.signatures.facts import FilterFacts
+from kgqa.signatures.memory import UpdateMemory
 from kgqa.signatures.plan import Plan
 from kgqa.signatures.prune import PruneEntities, PruneRelations
 from kgqa.signatures.reflect import Reflect
 
-__all__ = ["AnswerDirectly", "ChooseAnswer", "Judge", "Plan", "PruneEntities", "PruneRelations", "Reflect"]
+__all__ = ["AnswerDirectly", "CheckSufficiency", "ExtractAnswers", "FilterFacts", "Plan", "PruneEntities", "PruneRelations",
+           "Reflect", "UpdateMemory"]

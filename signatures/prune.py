@@ -1,14 +1,15 @@
-"""Pruning the walk: which relation takes the next hop of the plan, which reached entities to keep."""
+"""Pruning the walk: which relations the walk goes on by, which reached entities it goes on from."""
 
 import dspy
 
 
 class PruneRelations(dspy.Signature):
-    """Choose the relation that takes this hop of the plan, from the relations the entity offers.
+    """Choose the relation that takes this hop of the plan, from the relations the walk reached things by.
 
     A candidate ending in "(reverse)" is followed backwards: from a person, "directed_by
-    (reverse)" leads to the films that person directed. Choose the candidate that reaches what
-    this hop of the plan looks for; add a second only if it may reach it as well."""
+    (reverse)" leads to the films that person directed; "a -> b" passes through an unnamed
+    node. Choose the candidate that reaches what this hop of the plan looks for; add a second
+    only if it may reach it as well."""
 
     question: str = dspy.InputField()
     plan: list[str] = dspy.InputField(desc="what each hop reaches, in order")
@@ -19,7 +20,8 @@ class PruneRelations(dspy.Signature):
 
 
 class PruneEntities(dspy.Signature):
-    """Keep the reached entities that meet the answer's conditions and drop the ones they rule out."""
+    """Keep the reached entities the walk should go on from: those that meet the question's
+    conditions, dropping the ones they rule out."""
 
     question: str = dspy.InputField()
     conditions: list[str] = dspy.InputField(desc="what the answer must satisfy")

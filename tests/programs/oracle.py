@@ -1,11 +1,13 @@
 """A scripted model that walks like a careful one: plans the hops a test names, picks the
-relations it names wherever they are offered, keeps every candidate, and judges the walk done."""
+relations it names wherever they are offered, keeps every candidate entity, keeps no facts,
+notes nothing, finds the evidence sufficient, and extracts the answers its relations reach."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
 from kgqa.lm.scripted import scripted_lm
+from kgqa.programs.render import relation_phrase
 
 
 def oracle(
@@ -22,16 +24,30 @@ def oracle(
     """`relations`: relation labels to follow wherever offered ("rel", "rel (reverse)", or a
     compound "rel -> rel" through a CVT node); `hops`: how many hops the plan says (default: one
     per relation); `conditions`: the plan's conditions on the answer; `keep`, `backtrack`,
-    `reached`: the entity prune, reflection and judge (default: keep all, never, reached)."""
+    `reached`: the entity prune, reflection and sufficiency (default: keep all, never, sufficient).
+    Extraction picks the candidates whose paths go by the named relations only."""
     wanted = list(relations)
     planned = hops if hops is not None else max(1, len(wanted))
+    phrases = {relation_phrase(part.removesuffix(" (reverse)")) for label in wanted for part in label.split(" -> ")}
+
+    def extracted(inputs):
+        ends = []
+        for path in inputs["candidate_paths"]:
+            parts = path.split(" -> ")
+            if any(p in phrases for p in parts[1::2]) and all(p in phrases for p in parts[1:-1] if " " in p and p.islower()):
+                ends.append(parts[-1])
+        return {"extracted_answers": ends}
+
     handlers = {
         "topic_kind": lambda i: {"topic_kind": "entity", "answer_kind": f"hop {planned}", "hop_targets": [f"hop {n + 1}" for n in range(planned)],
                                   "answer_constraints": list(conditions)},
         "relations_to_follow": lambda i: {"relations_to_follow": [r for r in i["candidate_relations"] if r in wanted]},
         "entities_to_keep": lambda i: {"entities_to_keep": keep(i) if keep else i["candidate_entities"]},
-        "reached_answer": lambda i: {"reached_answer": reached(i) if reached else True},
+        "relevant_facts": lambda i: {"relevant_facts": []},
+        "memory_notes": lambda i: {"memory_notes": []},
+        "evidence_sufficient": lambda i: {"evidence_sufficient": reached(i) if reached else True},
         "entities_to_resume": lambda i: {"entities_to_resume": backtrack(i) if backtrack else []},
+        "extracted_answers": extracted,
     }
     handlers.update(overrides)
     return scripted_lm(handlers, constrained=constrained)
@@ -49,6 +65,10 @@ def gold_oracle(examples):
         labels += [f"{a} -> {b}" for a, b in zip(labels, labels[1:])]  # compound relations through CVT nodes
         by_question[ex.question] = (labels, list(ex.answers), len(ex.path))
 
+    def extracted(inputs):
+        _, answers, _ = by_question.get(inputs["question"], ([], [], 1))
+        return {"extracted_answers": [p.rsplit(" -> ", 1)[-1] for p in inputs["candidate_paths"] if p.rsplit(" -> ", 1)[-1] in answers]}
+
     def plan(inputs):
         _, _, hops = by_question.get(inputs["question"], ([], [], 1))
         return {"topic_kind": "entity", "answer_kind": f"hop {hops}", "hop_targets": [f"hop {n + 1}" for n in range(hops)], "answer_constraints": []}
@@ -57,7 +77,7 @@ def gold_oracle(examples):
         labels, _, _ = by_question.get(inputs["question"], ([], [], 1))
         return {"relations_to_follow": [r for r in inputs["candidate_relations"] if r in labels]}
 
-    return oracle([], topic_kind=plan, relations_to_follow=relations)
+    return oracle([], topic_kind=plan, relations_to_follow=relations, extracted_answers=extracted)
 
 
 def demo_oracle():
@@ -114,5 +134,6 @@ def lm_down_after_check():
     def refused(inputs):
         raise ConnectionRefusedError("[Errno 111] Connection refused")
 
-    steps = ("topic_kind", "relations_to_follow", "entities_to_keep", "reached_answer", "entities_to_resume", "chosen_answer")
+    steps = ("topic_kind", "relations_to_follow", "entities_to_keep", "relevant_facts", "memory_notes", "evidence_sufficient",
+             "entities_to_resume", "extracted_answers")
     return scripted_lm({step: refused for step in steps})
