@@ -62,6 +62,7 @@ from kgqa.signatures import (
 log = logging.getLogger(__name__)
 _LOGGED_RELATIONS, _LOGGED_EDGES = 12, 60  # per hop, in the trace's `walk`
 _PAIRS_PER_CHAIN = 30  # ends of one relation chain scored with their names
+_NOT_GONE_ON = 0.25  # the score factor of a relation neither the prune nor similarity chose (its ends stay candidates)
 _PLANNED_BONUS = 0.15  # added to the similarity (0..1) of a candidate on the plan's chosen chain at its depth
 _VALUES_PER_FACT = 3  # values of one (candidate, relation) shown in one fact
 # words of questions whose answer a value decides: a number, a date, a comparison, an extreme
@@ -197,7 +198,6 @@ class KGQA(KGProgram):
                 by_label[label].append(trail)
                 state.seen.setdefault(node.id, trail)
         reached = [t for trails in by_label.values() for t in trails]
-        state.reached += reached
         target = self._hop_target(state)
         logged = {"depth": state.depth, "target": target, "offered": sorted(by_label)[:_LOGGED_RELATIONS], "chosen": [], "edges": []}
         state.trace.walk.append(logged)
@@ -210,14 +210,16 @@ class KGQA(KGProgram):
             state.trace.record("relation_prune", "skipped", f"hop {state.depth} is the plan's last: extraction chooses among its ends")
             state.trace.record("entity_prune", "skipped", f"hop {state.depth} is the plan's last")
             logged["edges"] = [_edge(t, True) for t in reached[:_LOGGED_EDGES]]
+            state.reached += reached
             return []
         chosen = self._prune_relations(state, sorted(by_label), frontier)
-        ahead = self._beam(state, by_label, chosen)
-        logged["chosen"] = [label for label, _ in ahead]
-        kept = {label for label, _ in ahead}
-        logged["edges"] = [_edge(t, label in kept) for label, trails in by_label.items() for t in trails][:_LOGGED_EDGES]
-        trails = [Trail(t.topic, t.hops, t.score * factor) for label, factor in ahead for t in by_label[label]]
-        return self._frontier(state, self._prune_entities(state, trails))
+        factors = {label: _NOT_GONE_ON for label in by_label} | dict(self._beam(state, by_label, chosen))
+        logged["chosen"] = [label for label, factor in factors.items() if factor > _NOT_GONE_ON]
+        logged["edges"] = [_edge(t, factors[label] > _NOT_GONE_ON) for label, trails in by_label.items() for t in trails][:_LOGGED_EDGES]
+        scored = {label: [Trail(t.topic, t.hops, t.score * factors[label]) for t in trails] for label, trails in by_label.items()}
+        state.reached += [t for trails in scored.values() for t in trails]  # candidates all, scored by the choice
+        ahead = [t for label in logged["chosen"] for t in scored[label]]
+        return self._frontier(state, self._prune_entities(state, ahead))
 
     def _prune_relations(self, state: WalkState, labels: list[str], frontier: list[Trail]) -> list[str]:
         """The relation prune: which of the relations this hop reached things by the walk goes on by."""

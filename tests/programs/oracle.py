@@ -32,9 +32,10 @@ def oracle(
 
     def extracted(inputs):
         ends = []
-        for path in inputs["candidate_paths"]:
+        for path in inputs["candidate_paths"]:  # relation phrases are lower case; names and values are not, or are numbers
             parts = path.split(" -> ")
-            if any(p in phrases for p in parts[1::2]) and all(p in phrases for p in parts[1:-1] if " " in p and p.islower()):
+            said = [p for p in parts[1:-1] if p == p.lower() and not p[:1].isdigit()]
+            if said and all(p in phrases for p in said):
                 ends.append(parts[-1])
         return {"extracted_answers": ends}
 
