@@ -16,7 +16,7 @@ from kgqa.optimizers.teleprompters import Budget, compile_program
 from kgqa.programs import KGQA
 from tests.programs.oracle import gold_oracle
 
-PREDICTORS = {"plan", "prune_relations", "prune_entities", "judge", "reflect"}
+PREDICTORS = {"plan", "prune_relations", "prune_entities", "filter_facts", "update_memory", "check_sufficiency", "extract_answers", "reflect"}
 
 
 @pytest.fixture(scope="module")
@@ -99,13 +99,15 @@ def test_compiling_with_gold_paths_bootstraps_right_walks_and_plans_of_every_len
     assert all(d["hop_targets"] == planned_hops(by_question[d["question"]], kg) for d in plans)
     titanic = planned_hops(by_question["Who starred in Titanic?"], kg)
     assert titanic == ["actor"]  # into the nameless performance and out of it: one hop
-    relations = compiled.prune_relations.demos
-    assert 0 < len(relations) <= 3 and all(d["relations_to_follow"] and d["augmented"] for d in relations)
+    relations = compiled.prune_relations.demos  # none where the gold hop's target names its relation (no call to record)
+    assert len(relations) <= 3 and all(d["relations_to_follow"] and d["augmented"] for d in relations)
     assert len({d["question"] for d in relations}) == len(relations)  # one per bootstrapped walk
     for demo in relations:  # the chosen relation is on the question's gold path
         gold = {r for r, _ in by_question[demo["question"]].path}
         assert {part.removesuffix(" (reverse)") for r in demo["relations_to_follow"] for part in r.split(" -> ")} <= gold
-    assert not compiled.judge.demos or all(d["reached_answer"] is True for d in compiled.judge.demos)
+    answers = compiled.extract_answers.demos  # a pool of gold choices among the candidates the teacher's walk shows
+    assert answers and all(d["extracted_answers"][0] in by_question[d["question"]].answers for d in answers)
+    assert all(d["extracted_answers"][0] in [p.rsplit(" -> ", 1)[-1] for p in d["candidate_paths"]] for d in answers)
 
 
 def test_compiling_without_labels_uses_the_lm_as_teacher(kg, train):
@@ -142,5 +144,16 @@ def test_a_program_compiled_by_the_older_walk_gets_a_clear_error(kg):
     from kgqa.programs.saving import ProgramFileError, load_program
 
     older = Path(__file__).resolve().parents[2] / "bench" / "results" / "accuracy-local-v1" / "program-bootstrap"
-    with pytest.raises(ProgramFileError, match=r"compiled by an older kgqa.*recompile it with `kgqa compile`"):
+    with pytest.raises(ProgramFileError, match=r"compiled by an earlier kgqa.*recompile it with `kgqa compile`"):
         load_program(older, kg)
+
+
+@pytest.mark.parametrize("directory", ["cwq-mini-local/program-paths-bootstrap", "accuracy-local/program-bootstrap"])
+def test_a_program_of_either_earlier_strategy_says_to_recompile(kg, directory):
+    from pathlib import Path
+
+    from kgqa.programs.saving import ProgramFileError, load_program
+
+    earlier = Path(__file__).resolve().parents[2] / "bench" / "results" / directory
+    with pytest.raises(ProgramFileError, match=r"compiled by an earlier kgqa.*recompile it with `kgqa compile"):
+        load_program(earlier, kg)

@@ -26,9 +26,9 @@ def kg(demo_store) -> KnowledgeGraph:
 def test_a_trace_round_trips_through_its_json_shape(kg):
     with dspy.context(lm=oracle(["film.film.directed_by"])):
         trace = KGQA(kg)(question="Who directed Parasite?").trace
-    assert isinstance(trace, Trace) and trace.stop_reason is StopReason.PLAN_DONE and not trace.stop_reason.failed
+    assert isinstance(trace, Trace) and trace.stop_reason is StopReason.CHOSEN and not trace.stop_reason.failed
     data = json.loads(json.dumps(trace.to_dict()))
-    assert data["stop_reason"] == "plan_done" and data["relation_path"] == [["film.film.directed_by", "out"]]
+    assert data["stop_reason"] == "chosen" and data["relation_path"] == [["film.film.directed_by", "out"]]
     assert Trace.from_dict(data) == trace
 
 
