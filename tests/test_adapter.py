@@ -7,27 +7,27 @@ import pytest
 
 from kgqa.lm.adapter import CompactChatAdapter, ConstrainedJSONAdapter, choices, output_model
 from kgqa.lm.scripted import scripted_lm
-from kgqa.signatures import Judge, PruneRelations
+from kgqa.signatures import CheckSufficiency, PruneRelations
 
 
 def messages(adapter, signature, **inputs):
     return adapter.format(signature, demos=[], inputs=inputs)
 
 
-JUDGE_INPUTS = {"question": "q", "reasoning_path": "a -> r -> b", "reached_entities": ["b"]}
+JUDGE_INPUTS = {"question": "q", "memory_notes": [], "best_paths": ["a -> r -> b"]}
 RELATION_INPUTS = {"question": "who directed it", "plan": ["director"], "hop": "hop 1 of 1: director", "entity": "Heathers"}
 
 
 def test_the_structure_has_placeholders_and_no_notes():
-    compact = messages(CompactChatAdapter(), Judge, **JUDGE_INPUTS)
-    stock = messages(dspy.ChatAdapter(), Judge, **JUDGE_INPUTS)
+    compact = messages(CompactChatAdapter(), CheckSufficiency, **JUDGE_INPUTS)
+    stock = messages(dspy.ChatAdapter(), CheckSufficiency, **JUDGE_INPUTS)
     assert "# note" in stock[0]["content"] and "# note" not in compact[0]["content"]
-    for name in ("question", "reasoning_path", "reached_entities", "reached_answer"):
+    for name in ("question", "memory_notes", "best_paths", "evidence_sufficient"):
         assert f"[[ ## {name} ## ]]\n{{{name}}}" in compact[0]["content"]
     # the instructions, the field list and the user message (with each output's type) are ChatAdapter's
     assert compact[0]["content"].split("All interactions")[0] == stock[0]["content"].split("All interactions")[0]
     assert compact[1:] == stock[1:]
-    assert "must be formatted as a valid Python list[str]" not in compact[-1]["content"]  # the judge answers a bool
+    assert "must be formatted as a valid Python list[str]" not in compact[-1]["content"]  # sufficiency answers a bool
     assert len(compact[0]["content"]) < len(stock[0]["content"])
 
 
