@@ -43,9 +43,11 @@ import dspy
 import pydantic
 
 from kgqa.data.examples import question_problem
-from kgqa.kg import Step
+from kgqa.kg import KnowledgeGraph, Step
 from kgqa.programs import render
 from kgqa.programs.base import KGProgram, WalkState, question_shape
+from kgqa.programs.config import WalkConfig
+from kgqa.programs.embedder import Embedder
 from kgqa.programs.trace import StopReason
 from kgqa.programs.trails import Hop, Trail
 from kgqa.signatures import (
@@ -77,14 +79,11 @@ __all__ = ["KGQA", "Candidate", "hop_kind", "question_shape"]
 
 @dataclass(frozen=True)
 class Candidate:
-    """One answer the walk reached: its best trail, its score, how many topic entities reach it, and
-    whether the relation prune chose every hop of that trail and it reached the plan's depth."""
+    """One answer the walk reached: its best trail, and how many topic entities reach it."""
 
     label: str
     trail: Trail
-    score: float
     topics: int
-    planned: bool
 
     @property
     def path(self) -> str:
@@ -97,7 +96,9 @@ class KGQA(KGProgram):
     """The walk. `forward(question, topic_entities=None)` returns answers, GCR-style reasoning paths
     and a trace of what each step did, what the walk spent and why it stopped."""
 
-    def __init__(self, kg=None, *, config=None, embedder=None) -> None:
+    def __init__(
+        self, kg: KnowledgeGraph | None = None, *, config: WalkConfig | None = None, embedder: Embedder | None = None
+    ) -> None:
         super().__init__(kg, config=config, embedder=embedder)
         self.plan = dspy.Predict(Plan)
         self.prune_relations = dspy.Predict(PruneRelations)
@@ -145,8 +146,8 @@ class KGQA(KGProgram):
                 return candidates
             hops += 1
             state.trace.extended_hops += 1
-            frontier = self._frontier(state, [t for c in candidates[: state.config.sufficiency_shown]
-                                              for t in state.reached if _chain(t) == _chain(c.trail)])
+            best = {_chain(c.trail) for c in candidates[: state.config.sufficiency_shown]}
+            frontier = self._frontier(state, [t for t in state.reached if _chain(t) in best])
 
     def extraction_inputs(self, question: str, topic_entities: Sequence[str] | None = None) -> dict | None:
         """What path answer extraction would be shown for `question` under the current LM, and the
@@ -328,7 +329,7 @@ class KGQA(KGProgram):
                  for t in by_chain[chain][:_PAIRS_PER_CHAIN]]
         named = self.embedder.similarities(state.question, [f"{_chain_words(_chain(t))} : {render.node_label(t.end)}" for t in pairs])
         pair_scores = {id(t): s for t, s in zip(pairs, named)}
-        best: dict[str, tuple[float, Trail, bool]] = {}
+        best: dict[str, tuple[float, Trail]] = {}
         topics: dict[str, set[str]] = defaultdict(set)
         for trail in ends:
             label = render.node_label(trail.end)
@@ -336,9 +337,9 @@ class KGQA(KGProgram):
             score = 0.5 * chain_scores[_chain(trail)] + 0.5 * pair_scores.get(id(trail), 0.0) + _PLANNED_BONUS * planned
             topics[label].add(trail.topic.label)
             if label not in best or score > best[label][0]:
-                best[label] = (score, trail, planned)
+                best[label] = (score, trail)
         ranked = sorted(best, key=lambda label: (-len(topics[label]), -best[label][0], label))
-        return [Candidate(label, best[label][1], best[label][0], len(topics[label]), best[label][2]) for label in ranked]
+        return [Candidate(label, best[label][1], len(topics[label])) for label in ranked]
 
     def _filter_facts(self, state: WalkState, candidates: list[Candidate]) -> None:
         """The fact filter: of the facts about the candidates shown to extraction (their relations to
@@ -390,11 +391,11 @@ class KGQA(KGProgram):
         if len(names) < 2:
             return state.trace.record("memory_update", "skipped", "the question names one entity")
         rank = {c.label: i for i, c in enumerate(candidates)}
+        reached = {name: [t for t in state.reached if t.topic.label == name and render.node_label(t.end) in rank] for name in names}
         evidence = []
-        for name in names:
-            trails = sorted((t for t in state.reached if t.topic.label == name and render.node_label(t.end) in rank),
-                            key=lambda t: rank[render.node_label(t.end)])
-            evidence += list(dict.fromkeys(render.plain_path(t) for t in trails))[: state.config.sufficiency_shown]
+        for trails in reached.values():
+            ranked = sorted(trails, key=lambda t: rank[render.node_label(t.end)])
+            evidence += list(dict.fromkeys(render.plain_path(t) for t in ranked))[: state.config.sufficiency_shown]
         signature = self.update_memory.signature.with_updated_fields(
             "memory_notes", type_=Annotated[list[str], pydantic.Field(max_length=len(names))])
         out = self._call(state, self.update_memory, signature=signature, question=state.question, plan=state.hop_targets,
@@ -405,8 +406,7 @@ class KGQA(KGProgram):
             state.trace.record("memory_update", "ran")
         else:  # what the graph says each entity reached, without the model
             state.trace.fallbacks += 1
-            state.memory = [f"{name} reaches {render.several([render.node_label(t.end) for t in state.reached if t.topic.label == name and render.node_label(t.end) in rank])}"
-                            for name in names]
+            state.memory = [f"{name} reaches {render.several([render.node_label(t.end) for t in trails])}" for name, trails in reached.items()]
             state.trace.record("memory_update", "fell_back", "no usable notes: what each entity reaches")
         state.trace.memory = list(state.memory)
 
@@ -525,7 +525,7 @@ def _end_at_answer(targets: list[str], kind: object) -> list[str]:
     return targets[: hits[-1] + 1] if hits else targets
 
 
-def _clear(ranked: list[str], scores: dict[str, float], config) -> bool:
+def _clear(ranked: list[str], scores: dict[str, float], config: WalkConfig) -> bool:
     """The best candidate is similar enough to the target, and far enough ahead of the next."""
     if len(ranked) < 2:
         return False

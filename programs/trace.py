@@ -81,14 +81,6 @@ class Trace:
         switched off; `why` says which) or `fell_back` (its reply was unusable)."""
         self.steps.append({"step": step, "status": status, "why": why})
 
-    def step_counts(self) -> dict[str, dict[str, int]]:
-        """Per step, how often it ran, was skipped and fell back."""
-        counts: dict[str, dict[str, int]] = {}
-        for entry in self.steps:
-            per = counts.setdefault(entry["step"], {"ran": 0, "skipped": 0, "fell_back": 0})
-            per[entry["status"]] = per.get(entry["status"], 0) + 1
-        return counts
-
     def to_dict(self) -> dict:
         data = dataclasses.asdict(self)
         data["stop_reason"] = self.stop_reason.value if self.stop_reason else None
