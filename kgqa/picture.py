@@ -36,7 +36,7 @@ def walk_page(question: str, answers: Sequence[str], paths: Sequence[str], trace
     """The page for one answered question (a prediction's answers, paths and trace)."""
     hops = trace.walk
     columns, kind = _columns(trace, set(answers))
-    on_paths = _path_pairs(paths)
+    on_paths = _path_edges(paths)
     position = {(d, label): (_LEFT + d * _COLUMN, _TOP + i * _ROW) for d, col in enumerate(columns) for i, label in enumerate(col[:_SHOWN])}
     lines = []
     for hop in hops:
@@ -44,7 +44,7 @@ def walk_page(question: str, answers: Sequence[str], paths: Sequence[str], trace
         for source, relation, target, kept in hop["edges"]:
             a, b = position.get((depth - 1, source)), position.get((depth, target))
             if a and b:
-                classes = "edge" + ("" if kept else " pruned") + (" path" if (source, target) in on_paths else "")
+                classes = "edge" + ("" if kept else " pruned") + (" path" if (source, relation, target) in on_paths else "")
                 lines.append(
                     f'<line class="{classes}" data-from="{escape(source)}" data-to="{escape(target)}" '
                     f'data-relation="{escape(relation)}" x1="{a[0] + _BOX}" y1="{a[1] + 10}" x2="{b[0]}" y2="{b[1] + 10}">'
@@ -86,7 +86,6 @@ def _columns(trace: Trace, answers: set[str]) -> tuple[list[list[str]], dict[tup
         dict.fromkeys(source for hop in hops if hop["depth"] == 1 for source, *_ in hop["edges"]))
     columns: list[list[str]] = [topics]
     kind = {(0, label): "node topic" for label in topics}
-    last = max((hop["depth"] for hop in hops), default=0)
     for hop in hops:
         depth = hop["depth"]
         while len(columns) <= depth:
@@ -95,7 +94,7 @@ def _columns(trace: Trace, answers: set[str]) -> tuple[list[list[str]], dict[tup
             if target not in columns[depth]:
                 columns[depth].append(target)
             if kept:
-                kind[(depth, target)] = "node answer" if depth == last and target in answers else "node"
+                kind[(depth, target)] = "node answer" if target in answers else "node"  # answers come from any depth
             else:
                 kind.setdefault((depth, target), "node pruned")
     for depth, column in enumerate(columns):  # kept entities first, pruned ones last
@@ -103,16 +102,20 @@ def _columns(trace: Trace, answers: set[str]) -> tuple[list[list[str]], dict[tup
     return columns, kind
 
 
-def _path_pairs(paths: Sequence[str]) -> set[tuple[str, str]]:
-    """Consecutive (entity, entity) pairs on the returned reasoning paths; through a nameless
-    (CVT) node the pair skips it, as the page draws a compound relation as one edge."""
-    pairs = set()
+def _path_edges(paths: Sequence[str]) -> set[tuple[str, str, str]]:
+    """The (entity, relation, entity) edges of the returned reasoning paths; through a nameless
+    (CVT) node the edge skips it, its relation compound ('a -> b'), as the page draws it. The
+    relation counts: several relations may join the same two entities (directed, wrote)."""
+    edges = set()
     for path in paths:
-        line = next((ln for ln in path.splitlines() if " -> " in ln), "")
-        entities = line.split(" -> ")[::2]
-        named = [e for e in entities if not _nameless(e)]
-        pairs.update(zip(named, named[1:]))
-    return pairs
+        parts = next((ln for ln in path.splitlines() if " -> " in ln), "").split(" -> ")
+        source, relations = parts[0], []
+        for relation, entity in zip(parts[1::2], parts[2::2]):
+            relations.append(relation)
+            if not _nameless(entity):
+                edges.add((source, " -> ".join(relations), entity))
+                source, relations = entity, []
+    return edges
 
 
 def _nameless(label: str) -> bool:

@@ -4,7 +4,7 @@
     -> plan (decompose: how many hops, what each reaches, conditions on the answer)
     -> per planned hop: retrieve every relation of the frontier (one batched query, nameless CVT
        nodes stepped through) -> relation prune (the chains to go on by) -> entity prune (the
-       entities to go on from, when the plan sets conditions and there are many)
+       entities to go on from, and to keep as candidates, when the plan sets conditions)
        (reflection, only at a dead end)
     -> candidate answers: every end reached, ranked
     -> fact filter (the facts about the candidates, values included, that bear on the question)
@@ -216,11 +216,14 @@ class KGQA(KGProgram):
         chosen = self._prune_relations(state, sorted(by_label), frontier)
         factors = {label: _NOT_GONE_ON for label in by_label} | dict(self._beam(state, by_label, chosen))
         logged["chosen"] = [label for label, factor in factors.items() if factor > _NOT_GONE_ON]
-        logged["edges"] = [_edge(t, factors[label] > _NOT_GONE_ON) for label, trails in by_label.items() for t in trails][:_LOGGED_EDGES]
         scored = {label: [Trail(t.topic, t.hops, t.score * factors[label]) for t in trails] for label, trails in by_label.items()}
-        state.reached += [t for trails in scored.values() for t in trails]  # candidates all, scored by the choice
         ahead = [t for label in logged["chosen"] for t in scored[label]]
-        return self._frontier(state, self._prune_entities(state, ahead))
+        kept = self._prune_entities(state, ahead)
+        ruled_out = {t.end.id for t in ahead} - {t.end.id for t in kept}  # by the question's conditions: no candidate either
+        logged["edges"] = [_edge(t, factors[label] > _NOT_GONE_ON and t.end.id not in ruled_out)
+                           for label, trails in by_label.items() for t in trails][:_LOGGED_EDGES]
+        state.reached += [t for trails in scored.values() for t in trails if t.end.id not in ruled_out]  # scored by the choice
+        return self._frontier(state, kept)
 
     def _prune_relations(self, state: WalkState, labels: list[str], frontier: list[Trail]) -> list[str]:
         """The relation prune: which of the relations this hop reached things by the walk goes on by."""
@@ -258,7 +261,8 @@ class KGQA(KGProgram):
 
     def _prune_entities(self, state: WalkState, trails: list[Trail]) -> list[Trail]:
         """The entity prune: when the plan sets conditions and more entities are reached than
-        `entities_per_relation`, the ones to go on from (values always pass)."""
+        `entities_per_relation`, the ones that meet them to go on from (values always pass); the
+        others are ruled out as candidate answers too."""
         named = list(dict.fromkeys(render.node_label(t.end) for t in trails if not t.end.literal))
         if not state.config.entity_prune:
             state.trace.record("entity_prune", "skipped", "switched off: every entity")

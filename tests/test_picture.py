@@ -10,7 +10,7 @@ import pytest
 
 from kgqa.kg import KnowledgeGraph
 from kgqa.picture import walk_page
-from kgqa.programs import KGQA
+from kgqa.programs import KGQA, WalkConfig
 from kgqa.programs.trace import Trace
 from tests.programs.oracle import oracle
 
@@ -61,7 +61,7 @@ def kg(demo_store) -> KnowledgeGraph:
 
 def draw(kg, lm, question, **config):
     with dspy.context(lm=lm):
-        pred = KGQA(kg)(question=question)
+        pred = KGQA(kg, config=WalkConfig(**config))(question=question)
     trace = Trace.from_dict(json.loads(json.dumps(pred.trace.to_dict())))  # drawn from a trace as records keep it
     return pred, Page(walk_page(question, pred.answers, pred.paths, trace))
 
@@ -71,8 +71,8 @@ def test_the_page_shows_topic_answer_and_the_chosen_relation(kg):
     assert pred.answers == ["Bong Joon-ho"]
     assert page.nodes[(0, "Parasite")] == {"node", "topic"}
     assert page.nodes[(1, "Bong Joon-ho")] == {"node", "answer"}
-    assert [(s, r, t) for s, r, t, _ in page.edges] == [("Parasite", "film.film.directed_by", "Bong Joon-ho")]
-    assert "path" in page.edges[0][3]  # on the returned reasoning path
+    # every relation of Parasite is retrieved and drawn; the one on the returned reasoning path is highlighted
+    assert [(s, r, t) for s, r, t, c in page.edges if "path" in c] == [("Parasite", "film.film.directed_by", "Bong Joon-ho")]
     assert page.answers == ["Bong Joon-ho"]
     assert page.external == [] and "script" not in page.tags  # offline: nothing fetched, nothing run
 
@@ -93,12 +93,14 @@ def test_pruned_entities_are_grey_and_only_kept_ones_are_answers(kg):
         return [c for c in inputs["candidate_entities"] if c in {"Titanic", "The Terminator"}]
 
     lm = oracle(["film.film.directed_by (reverse)"], conditions=["released before 2000"], keep=before_2000)
-    pred, page = draw(kg, lm, "Which films did James Cameron direct before 2000?")
+    pred, page = draw(kg, lm, "Which films did James Cameron direct before 2000?", entities_per_relation=2)  # 3 films: prune
     assert sorted(pred.answers) == ["The Terminator", "Titanic"]
     assert page.nodes[(1, "Avatar")] == {"node", "pruned"}
     assert {label for (depth, label), c in page.nodes.items() if "answer" in c} == {"Titanic", "The Terminator"}
-    pruned_edges = {t for _, _, t, c in page.edges if "pruned" in c}
-    assert pruned_edges == {"Avatar"}
+    (prune,) = [i for key, i in lm.scripted.calls if key == "entities_to_keep"]
+    gone_on = set(pred.trace.walk[0]["chosen"])  # the relations the walk went on by; the others are grey as well
+    pruned_edges = {t for _, r, t, c in page.edges if "pruned" in c and r in gone_on}
+    assert "Avatar" in pruned_edges and pruned_edges == set(prune["candidate_entities"]) - {"Titanic", "The Terminator"}
 
 
 def test_a_compound_relation_through_a_cvt_node_is_one_highlighted_edge(kg):

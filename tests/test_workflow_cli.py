@@ -79,7 +79,7 @@ def test_ask_prints_answers_with_paths(compiled):
     assert result.stdout.startswith("answers: Steven Spielberg\n# Reasoning Path:\n1941 -> film.film.directed_by -> Steven Spielberg")
     as_json = kgqa("ask", "Who directed Parasite?", "--program", str(out), "--lm", ORACLE, "--json", home=work)
     answer = json.loads(as_json.stdout)
-    assert answer["answers"] == ["Bong Joon-ho"] and answer["trace"]["stop_reason"] == "plan_done"
+    assert answer["answers"] == ["Bong Joon-ho"] and answer["trace"]["stop_reason"] == "chosen"
     page = work / "parasite.html"
     drawn = kgqa("ask", "Who directed Parasite?", "--program", str(out), "--lm", ORACLE, "--html", str(page), home=work)
     assert drawn.returncode == 0, drawn.stderr
