@@ -28,6 +28,7 @@ import dspy
 
 from kgqa.evaluate.metrics import example_scores, same_answer
 from kgqa.lm.errors import LMUnavailable
+from kgqa.programs.render import fact_names
 from kgqa.programs.trace import Trace
 
 log = logging.getLogger(__name__)
@@ -164,7 +165,7 @@ def candidate_recalled(record: dict, trace: Trace) -> bool:
     """Whether a gold answer reached the answer step: among the candidates shown to path answer
     extraction, or named in a fact the fact filter kept."""
     gold = (record.get("gold") or {}).get("answers") or []
-    facts = [part.strip() for fact in trace.facts for value in fact.split(" | ")[::2] for part in value.split(",")]
+    facts = [name for fact in trace.facts for name in fact_names(fact)]
     return any(same_answer(shown, answer) for shown in [*trace.candidates, *facts] for answer in gold)
 
 

@@ -20,6 +20,7 @@ from kgqa.evaluate.metrics import gold_paths, gold_relation_paths, same_answer
 from kgqa.kg import Direction, KnowledgeGraph
 from kgqa.lm.scripted import scripted_lm
 from kgqa.programs.kgqa import hop_kind
+from kgqa.programs.render import fact_names
 
 _HOP = re.compile(r"^hop (\d+)")
 
@@ -140,7 +141,7 @@ def labeled_teacher(examples: Sequence[dspy.Example], *, kg: KnowledgeGraph | No
 
     def facts(inputs):  # facts about a gold answer
         gold = answers.get(inputs["question"], [])
-        return {"relevant_facts": [f for f in inputs["candidate_facts"] if any(same_answer(f.split(" | ", 1)[0], g) for g in gold)][:2]}
+        return {"relevant_facts": [f for f in inputs["candidate_facts"] if any(same_answer(fact_names(f)[0], g) for g in gold)][:2]}
 
     def memory(inputs):  # per named entity, the gold answers its paths reached
         gold = answers.get(inputs["question"], [])

@@ -159,7 +159,7 @@ class KGQA(KGProgram):
             return None
         return {"candidate_paths": [c.path for c in candidates], "known_facts": list(state.facts),
                 "memory_notes": list(state.memory), "candidates": [c.label for c in candidates],
-                "topic": render.several([t.label for t in state.topics], shown=5)}
+                "topic": ", ".join(dict.fromkeys(t.label for t in state.topics))}  # as `_demo_shape` splits it
 
     # -- steps -------------------------------------------------------------------------------
 
@@ -380,8 +380,7 @@ class KGQA(KGProgram):
         for step in steps:
             values = [render.node_label(n) for n in fanout[step] if (n.literal or n.name) and n.id not in state.topic_ids]
             if values:
-                facts.append(f"{entities[step.entity].label} | {render.relation_phrase(step.relation)} | "
-                             f"{', '.join(values[:_VALUES_PER_FACT])}")
+                facts.append(render.fact(entities[step.entity].label, step.relation, values[:_VALUES_PER_FACT]))
         facts = list(dict.fromkeys(facts))
         query = f"{state.question} {' '.join(state.conditions)}"
         return self.embedder.top(query, facts, state.config.facts_shown) if len(facts) > state.config.facts_shown else facts

@@ -39,6 +39,17 @@ def plain_path(trail: Trail) -> str:
     return " -> ".join(parts)
 
 
+def fact(subject: str, relation: str, values: Sequence[str]) -> str:
+    """A fact about a candidate as the fact filter shows it: 'Titanic | film initial release date | 1997-12-19'."""
+    return f"{subject} | {relation_phrase(relation)} | {', '.join(values)}"
+
+
+def fact_names(text: str) -> list[str]:
+    """The names a fact written by `fact` holds: its subject, then its values."""
+    subject, _, values = text.split(" | ", 2) if text.count(" | ") >= 2 else (text, "", "")
+    return [subject, *(value for value in values.split(", ") if value)]
+
+
 def node_label(node: Node) -> str:
     return node.label
 
