@@ -146,8 +146,12 @@ class KGQA(KGProgram):
                 return candidates
             hops += 1
             state.trace.extended_hops += 1
-            best = {_chain(c.trail) for c in candidates[: state.config.sufficiency_shown]}
-            frontier = self._frontier(state, [t for t in state.reached if _chain(t) in best])
+            best = dict.fromkeys(_chain(c.trail) for c in candidates[: state.config.sufficiency_shown])  # best first
+            by_chain: dict[tuple, list[Trail]] = defaultdict(list)
+            for trail in state.reached:
+                if _chain(trail) in best:
+                    by_chain[_chain(trail)].append(trail)
+            frontier = self._frontier(state, [t for chain in best for t in by_chain[chain]])
 
     def extraction_inputs(self, question: str, topic_entities: Sequence[str] | None = None) -> dict | None:
         """What path answer extraction would be shown for `question` under the current LM, and the
