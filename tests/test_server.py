@@ -193,7 +193,7 @@ def test_a_stop_cuts_the_running_batch_and_frees_the_port_within_seconds(served,
     assert answer["status"] == 503 and answer["body"]["error_code"] == "STOPPING"
     assert "the server is stopping" in answer["body"]["message"] and 1 <= len(answer["body"]["predictions"]) < 10
     last = answer["body"]["predictions"][-1]["trace"]  # the question running at the stop finished, or was cut at its next step
-    assert last["stop_reason"] == "plan_done" or (last["stop_reason"] == "cut" and "the server is stopping" in last["error"])
+    assert last["stop_reason"] == "chosen" or (last["stop_reason"] == "cut" and "the server is stopping" in last["error"])
     assert "stopped" in "".join(server.output)
 
 

@@ -88,7 +88,7 @@ def test_the_server_answers_questions(server):
     assert status == 200, body
     first, second = body["predictions"]
     assert first["answers"] == ["Bong Joon-ho"] and first["paths"][0].startswith("# Reasoning Path:\nParasite -> ")
-    assert first["trace"]["stop_reason"] == "plan_done" and second["answers"] == ["Steven Spielberg"]
+    assert first["trace"]["stop_reason"] == "chosen" and second["answers"] == ["Steven Spielberg"]
 
 
 @pytest.mark.parametrize("body,message", [
