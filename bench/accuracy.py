@@ -19,7 +19,10 @@ graph) and Hits@1 per `compositionality_type`. Answered by:
   shows), and `walk_metric` scores answers, paths and depths. `bootstrap-rs` holds out 15 of
   them to score 5 candidate programs.
 - bootstrap-no-STEP (STEP one of `kgqa.programs.STEPS`): the compiled `bootstrap` program with that
-  step switched off: the ablation.
+  step switched off: the ablation. For a step in `SKIPPED_IS_OFF`, a question whose `bootstrap`
+  record says the step skipped every time walks the same with it off
+  (`test_a_step_skipped_walks_as_it_does_switched_off`): its record is copied, marked
+  `"reused": "bootstrap"`, and only the questions where the step ran or fell back are asked again.
 The `paths` systems (`PathKGQA`) are gone with the program; their records stay in
 `bench/results/cwq-mini-local/`.
 Per system and sample: Hits@1, Hit@any, F1, candidate recall (the gold answer among the
@@ -38,6 +41,7 @@ with the engine speed `kgqa doctor` reports. Reference runs on the local LM are 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import re
 import sys
@@ -60,7 +64,7 @@ from kgqa.evaluate.runner import Summary, evaluate, read_records, summarize  # n
 from kgqa.kg import EmbeddedStore, KnowledgeGraph  # noqa: E402
 from kgqa.kg.profiles import ROG  # noqa: E402
 from kgqa.optimizers.teleprompters import Budget, compile_program  # noqa: E402
-from kgqa.programs import KGQA, STEPS, WalkConfig  # noqa: E402
+from kgqa.programs import KGQA, SKIPPED_IS_OFF, STEPS, WalkConfig  # noqa: E402
 from kgqa.programs.baselines import LLMOnly, SimilarityWalk  # noqa: E402
 from kgqa.programs.saving import load_program, save_program  # noqa: E402
 from kgqa.programs.trace import Trace  # noqa: E402
@@ -160,7 +164,7 @@ def build(system: str, bench: Bench, out: Path, walk: WalkConfig, sample: str):
         return KGQA(bench.kg, config=walk)
     if system in ABLATIONS:  # the compiled program, one step off
         program = build("bootstrap", bench, out, walk, sample)
-        program.config = program.config.without(system.removeprefix("bootstrap-no-").replace("-", "_"))
+        program.config = program.config.without(ablated_step(system))
         return program
     program, optimizer = KGQA(bench.kg, config=walk), system
     directory = out / f"program-{system}"
@@ -315,11 +319,36 @@ def run_systems(bench: Bench, args: argparse.Namespace, systems: list[str]) -> N
         for system in systems:
             for sample, examples in bench.test.items():
                 program = build(system, bench, args.out, walk, sample)
+                if system in ABLATIONS:
+                    reuse_skipped(args.out, system, sample)
                 summary = evaluate(program, examples, out=args.out / f"{system}-{sample}.jsonl")
                 tracking.log_metrics(f"{system}.{sample}.", summary.as_dict())
                 print(f"{system} {sample}: Hits@1 {summary.hits1:.3f}", flush=True)
         for path in write_outputs(bench, args.out, systems, args.per_hop)[0]:
             tracking.log_artifact(path)
+
+
+def reuse_skipped(out: Path, system: str, sample: str) -> int:
+    """Seed an ablation's records with the `bootstrap` records on which its step skipped every time
+    (a step of `SKIPPED_IS_OFF` walks the same off as skipped), so only the others are asked again.
+    How many were copied."""
+    step = ablated_step(system)
+    source, target = out / f"bootstrap-{sample}.jsonl", out / f"{system}-{sample}.jsonl"
+    if step not in SKIPPED_IS_OFF or not source.exists():
+        return 0
+    done = read_records(target, repair=False) if target.exists() else {}
+    copied = [
+        {**record, "reused": "bootstrap"} for record in read_records(source, repair=False).values()
+        if record["id"] not in done and not record.get("error")
+        and all(s["status"] == "skipped" for s in record["trace"].get("steps", ()) if s["step"] == step)
+    ]
+    with target.open("a", encoding="utf-8") as f:
+        f.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in copied)
+    return len(copied)
+
+
+def ablated_step(system: str) -> str:
+    return system.removeprefix("bootstrap-no-").replace("-", "_")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,10 @@ from dataclasses import asdict, dataclass, replace
 
 # The steps a user can switch off (each a `WalkConfig` field), in the order the walk takes them.
 STEPS = ("relation_prune", "entity_prune", "fact_filter", "memory_update", "sufficiency", "extraction")
+# The steps whose switch changes nothing on a walk where they were skipped every time: skipped or
+# off, they keep every entity, show no facts, keep no notes, add no hop, answer the first ranked.
+# (Not the relation prune: its skips still choose a chain, which off leaves to similarity.)
+SKIPPED_IS_OFF = ("entity_prune", "fact_filter", "memory_update", "sufficiency", "extraction")
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import dspy
 import pytest
 
 from kgqa.kg import KnowledgeGraph
-from kgqa.programs import KGQA, STEPS, WalkConfig
+from kgqa.programs import KGQA, SKIPPED_IS_OFF, STEPS, WalkConfig
 from tests.programs.oracle import oracle
 
 
@@ -73,6 +73,25 @@ def test_a_step_switched_off_makes_no_call_and_the_trace_says_so(kg, ids, step):
     assert handlers[step] in calls(every) and handlers[step] not in calls(lm)
     assert "ran" not in statuses(off.trace)[step] and any(s.startswith("skipped: switched off") for s in statuses(off.trace)[step])
     assert off.answers  # the walk still answers
+
+
+@pytest.mark.parametrize("step", SKIPPED_IS_OFF)
+def test_a_step_skipped_walks_as_it_does_switched_off(kg, ids, tmp_path, step):
+    # what lets the ablation keep the compiled program's record of a question where the step skipped
+    def walk(**off):
+        if step == "extraction":  # one relation chain reached: nothing to choose between
+            one = _metaqa_kg(tmp_path, ("Parasite", "directed_by", "Bong"))
+            return ask(one, oracle(["directed_by"]), "who directed [Parasite]", **off), "one relation chain: every end answers"
+        lm = oracle(["film.film.directed_by"])
+        return ask(kg, lm, "Who directed Pulp Fiction?", [ids["Pulp Fiction"]], **off), None
+
+    skipped, why = walk()
+    assert all(s.startswith("skipped") for s in statuses(skipped.trace)[step])
+    assert why is None or statuses(skipped.trace)[step] == [f"skipped: {why}"]
+    off, _ = walk(**{step: False})
+    assert (off.answers, off.paths) == (skipped.answers, skipped.paths)
+    same = ("llm_calls", "input_tokens", "depth", "relation_path", "candidates", "facts", "memory")
+    assert {k: getattr(off.trace, k) for k in same} == {k: getattr(skipped.trace, k) for k in same}
 
 
 def test_the_plan_decides_the_depth_and_sufficiency_may_add_a_hop(tmp_path):

@@ -1,0 +1,24 @@
+"""The accuracy bench's bookkeeping: which records an ablation may keep from the compiled run."""
+
+from __future__ import annotations
+
+import json
+
+from bench.accuracy import reuse_skipped
+from kgqa.evaluate.runner import read_records
+
+
+def record(id_: str, *statuses: str, error: str | None = None) -> dict:
+    steps = [{"step": "plan", "status": "ran", "why": ""}] + [{"step": "fact_filter", "status": s, "why": ""} for s in statuses]
+    return {"id": id_, "question": id_, "scores": {"hits1": 1.0}, "trace": {"steps": steps}, "seconds": 1.0, "error": error}
+
+
+def test_an_ablation_keeps_the_records_where_its_step_only_skipped(tmp_path):
+    rows = [record("a", "skipped"), record("b", "skipped", "ran"), record("c", "fell_back"), record("d", "skipped", error="lm down"), record("e")]
+    (tmp_path / "bootstrap-test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert reuse_skipped(tmp_path, "bootstrap-no-fact-filter", "test") == 2
+    kept = read_records(tmp_path / "bootstrap-no-fact-filter-test.jsonl")
+    assert sorted(kept) == ["a", "e"] and all(r["reused"] == "bootstrap" for r in kept.values())
+    assert reuse_skipped(tmp_path, "bootstrap-no-fact-filter", "test") == 0  # a rerun adds nothing twice
+    # the relation prune's skips still choose a chain: nothing is kept for its ablation
+    assert reuse_skipped(tmp_path, "bootstrap-no-relation-prune", "test") == 0
