@@ -283,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--metaqa", type=Path, default=METAQA)
     parser.add_argument("--cwq-mini", type=Path, default=CWQ_MINI)
     parser.add_argument("--out", type=Path, help="results directory (default: bench/results/{accuracy,cwq-mini}-LM[-seedN])")
+    parser.add_argument("--samples", help="only these samples, comma-separated (MetaQA: 1hop,2hop,3hop; CWQ-mini: test)")
     parser.add_argument("--report", action="store_true", help="write the table and plot from the records so far; run nothing")
     args = parser.parse_args(argv)
     systems = [s for s in args.systems.split(",") if s]
@@ -297,6 +298,11 @@ def main(argv: list[str] | None = None) -> int:
         bench = metaqa_bench(args.per_hop, args.train, args.seed, args.metaqa)
     else:
         bench = cwq_bench(args.per_hop, args.train, args.seed, args.cwq_mini)
+    if args.samples:
+        wanted = args.samples.split(",")
+        if set(wanted) - set(bench.test):
+            parser.error(f"unknown samples {sorted(set(wanted) - set(bench.test))}; choose from {', '.join(bench.test)}")
+        bench.test = {name: bench.test[name] for name in wanted}
     if not args.report:
         run_systems(bench, args, systems)
     paths, missing = write_outputs(bench, args.out, systems, args.per_hop)
