@@ -53,6 +53,7 @@ class WalkState:
     relations: dict = field(default_factory=dict)  # entity id -> the edges around it, as fetched so far
     facts: list[str] = field(default_factory=list)  # the fact filter's kept facts
     memory: list[str] = field(default_factory=list)  # memory update's notes
+    named: set = field(default_factory=set)  # chains by the relation the plan's last hop names, if one clearly
     final: list[Trail] = field(default_factory=list)
     depth: int = 0
     dropped: list[str] = field(default_factory=list)

@@ -204,6 +204,9 @@ class KGQA(KGProgram):
                 state.seen.setdefault(node.id, trail)
         reached = [t for trails in by_label.values() for t in trails]
         target = self._hop_target(state)
+        if state.depth == len(state.hop_targets):  # the plan's last hop: does its target name one relation?
+            named = self._named_relation(state, sorted(by_label))[1]
+            state.named |= {_chain(t) for t in by_label.get(named, ())}
         logged = {"depth": state.depth, "target": target, "offered": sorted(by_label)[:_LOGGED_RELATIONS], "chosen": [], "edges": []}
         state.trace.walk.append(logged)
         if not reached:  # a dead end: resume from entities passed a hop before, or stop here
@@ -238,11 +241,10 @@ class KGQA(KGProgram):
             state.trace.record("relation_prune", "skipped", f"{len(labels)} relation reached")
             return labels
         target = self._hop_target(state)
-        scores = dict(zip(labels, self.embedder.similarities(target, [render.relation_words(label) for label in labels])))
-        ranked = sorted(labels, key=lambda label: (-scores[label], label))
-        if _clear(ranked, scores, state.config):
+        ranked, named = self._named_relation(state, labels)
+        if named:
             state.trace.record("relation_prune", "skipped", f"the hop's target {target!r} names its relation")
-            return ranked[:1]
+            return [named]
         fallbacks = state.trace.fallbacks
         picked = self._pick(
             state, self.prune_relations, offered="candidate_relations", chosen="relations_to_follow", candidates=ranked,
@@ -252,6 +254,15 @@ class KGQA(KGProgram):
         )
         state.trace.record("relation_prune", "fell_back" if state.trace.fallbacks > fallbacks else "ran")
         return [label for label, _ in picked]
+
+    def _named_relation(self, state: WalkState, labels: list[str]) -> tuple[list[str], str | None]:
+        """The relations ranked by similarity to the hop's target, and the one it clearly names
+        ("movie (directed by)" -> directed_by), if one is similar enough and ahead of the next. A
+        target names a relation, not its direction: directions are left out of the comparison."""
+        words = [render.relation_words(label.replace(" (reverse)", "")) for label in labels]
+        scores = dict(zip(labels, self.embedder.similarities(self._hop_target(state), words)))
+        ranked = sorted(labels, key=lambda label: (-scores[label], label))
+        return ranked, ranked[0] if _clear(ranked, scores, state.config) else None
 
     def _beam(self, state: WalkState, by_label: dict[str, list[Trail]], chosen: list[str]) -> list[tuple[str, float]]:
         """The relations the walk goes on by, with the factor their trails' scores take: the relation
@@ -328,6 +339,7 @@ class KGQA(KGProgram):
         depth (a bonus, not a rule: a small planner's hop count is often wrong on Freebase)."""
         ends = [t for t in state.reached if (t.end.literal or t.end.name) and t.end.id not in state.topic_ids]
         planned_depth = min(len(state.hop_targets) + state.trace.extended_hops, state.depth)
+        named_chains = {chain for chain in state.named if len(chain) - 1 == planned_depth}  # the plan's last hop named its relation
         by_chain: dict[tuple, list[Trail]] = defaultdict(list)
         for trail in ends:
             by_chain[_chain(trail)].append(trail)
@@ -341,7 +353,7 @@ class KGQA(KGProgram):
         topics: dict[str, set[str]] = defaultdict(set)
         for trail in ends:
             label = render.node_label(trail.end)
-            planned = state.config.relation_prune and trail.score >= 1.0 and trail.steps == planned_depth
+            planned = trail.steps == planned_depth and (_chain(trail) in named_chains if named_chains else state.config.relation_prune and trail.score >= 1.0)
             score = 0.5 * chain_scores[_chain(trail)] + 0.5 * pair_scores.get(id(trail), 0.0) + _PLANNED_BONUS * planned
             topics[label].add(trail.topic.label)
             if label not in best or score > best[label][0]:
@@ -432,6 +444,9 @@ class KGQA(KGProgram):
         if state.depth > len(state.hop_targets):
             state.trace.record("sufficiency", "skipped", "the walk already retrieved a hop past the plan")
             return False
+        if _chain(candidates[0].trail) in state.named:
+            state.trace.record("sufficiency", "skipped", "the best path ends by the relation the plan's last hop names")
+            return False
         out = self._call(state, self.check_sufficiency, question=state.question, memory_notes=state.memory,
                          best_paths=[c.path for c in candidates[: state.config.sufficiency_shown]])
         verdict = getattr(out, "evidence_sufficient", None) if out is not None else None
@@ -453,6 +468,9 @@ class KGQA(KGProgram):
             state.trace.record("extraction", "skipped", "switched off: the first ranked")
         elif len({_chain(c.trail)[1:] for c in shown}) == 1:
             state.trace.record("extraction", "skipped", "one relation chain: every end answers")
+        elif self._plain_answer(state, shown[0]):
+            state.trace.record("extraction", "skipped", "the best path goes by the relation the plan's last hop names, "
+                               "every topic entity reaches it and the question sets no condition: every end of it answers")
         else:
             labels = [c.label for c in shown]
             kept = self._checked_choice(state, self.extract_answers, chosen="extracted_answers", candidates=labels,
@@ -474,6 +492,13 @@ class KGQA(KGProgram):
             final += sorted(same, key=lambda t: rank[render.node_label(t.end)])
         state.final = final
         return extracted
+
+    def _plain_answer(self, state: WalkState, best: Candidate) -> bool:
+        """Extraction has nothing to decide: the best candidate is reached by the relation the plan's
+        last hop names, from every topic entity, and the question sets no condition to check."""
+        every = len({t.label for t in state.topics})
+        return (_chain(best.trail) in state.named and best.topics == every
+                and not state.conditions and not _VALUE_WORDS.search(state.question))
 
     def _answer(self, state: WalkState) -> tuple[list[str], list[str]]:
         """The extracted answers, then the other ends of their chains; each once, with GCR paths."""

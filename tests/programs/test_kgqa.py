@@ -110,6 +110,25 @@ def test_the_plan_decides_the_depth_and_sufficiency_may_add_a_hop(tmp_path):
     assert "Daegu" in told.answers and told.trace.extended_hops == 0  # planned 2 hops: sufficient at once
 
 
+def test_a_plan_that_names_its_last_relation_needs_no_sufficiency_or_extraction_call(tmp_path):
+    kg = _metaqa_kg(tmp_path, ("Parasite", "directed_by", "Bong"), ("Mother", "directed_by", "Bong"), ("Okja", "written_by", "Bong"),
+                    ("Parasite", "release_year", "2019"), ("Mother", "release_year", "2009"))
+
+    def planned(inputs):
+        return {"topic_kind": "person", "answer_kind": "movie", "hop_targets": ["movie (directed by)"], "answer_constraints": []}
+
+    lm = oracle(["directed_by (reverse)"], topic_kind=planned)
+    pred = ask(kg, lm, "which movies did [Bong] direct")
+    assert sorted(pred.answers) == ["Mother", "Parasite"] and calls(lm) == ["topic_kind"]
+    steps = statuses(pred.trace)
+    assert steps["sufficiency"] == ["skipped: the best path ends by the relation the plan's last hop names"]
+    assert steps["extraction"][0].startswith("skipped: the best path goes by the relation the plan's last hop names")
+    # a condition in the question leaves extraction a decision to make
+    lm = oracle(["directed_by (reverse)"], topic_kind=planned)
+    pred = ask(kg, lm, "which movies did [Bong] direct after 2010")
+    assert calls(lm) == ["topic_kind", "relevant_facts", "extracted_answers"] and statuses(pred.trace)["extraction"] == ["ran"]
+
+
 def test_depth_caps_the_walk(kg, ids):
     lm = oracle(["film.film.directed_by", "people.person.place_of_birth"])
     pred = ask(kg, lm, "Where was the director of Parasite born?", [ids["Parasite"]], depth=1)
@@ -345,12 +364,13 @@ def test_a_hop_whose_target_names_its_relation_needs_no_call(kg, target, questio
 
 
 def test_a_target_close_to_two_relations_is_still_asked(kg):
-    plan = {"topic_kind": "entity", "answer_kind": "director", "hop_targets": ["director"], "answer_constraints": []}
+    # "film maker" is about as near "director film" as "film genre": the model decides
+    plan = {"topic_kind": "entity", "answer_kind": "film maker", "hop_targets": ["film maker"], "answer_constraints": []}
     lm = oracle(["film.film.directed_by"], topic_kind=lambda i: plan)
     pred = ask(kg, lm, "Who directed Parasite?")
     assert pred.answers == ["Bong Joon-ho"]
     (call,) = [i for key, i in lm.scripted.calls if key == "relations_to_follow"]
-    assert set(call["candidate_relations"][:2]) == {"film.film.directed_by", "film.director.film (reverse)"}  # most similar first
+    assert call["candidate_relations"][:2] == ["film.director.film (reverse)", "film.film.genre"]  # most similar first
 
 
 @pytest.mark.parametrize("kind,targets,walked", [
