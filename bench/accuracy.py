@@ -326,7 +326,7 @@ def run_systems(bench: Bench, args: argparse.Namespace, systems: list[str]) -> N
             for sample, examples in bench.test.items():
                 program = build(system, bench, args.out, walk, sample)
                 if system in ABLATIONS:
-                    reuse_skipped(args.out, system, sample)
+                    reuse_skipped(args.out, system, sample, ids={ex.id for ex in examples})
                 summary = evaluate(program, examples, out=args.out / f"{system}-{sample}.jsonl")
                 tracking.log_metrics(f"{system}.{sample}.", summary.as_dict())
                 print(f"{system} {sample}: Hits@1 {summary.hits1:.3f}", flush=True)
@@ -334,10 +334,10 @@ def run_systems(bench: Bench, args: argparse.Namespace, systems: list[str]) -> N
             tracking.log_artifact(path)
 
 
-def reuse_skipped(out: Path, system: str, sample: str) -> int:
-    """Seed an ablation's records with the `bootstrap` records on which its step skipped every time
-    (a step of `SKIPPED_IS_OFF` walks the same off as skipped), so only the others are asked again.
-    How many were copied."""
+def reuse_skipped(out: Path, system: str, sample: str, *, ids: set[str]) -> int:
+    """Seed an ablation's records with the `bootstrap` records of the sample's questions (`ids`) on
+    which its step skipped every time (a step of `SKIPPED_IS_OFF` walks the same off as skipped), so
+    only the others are asked again. How many were copied."""
     step = ablated_step(system)
     source, target = out / f"bootstrap-{sample}.jsonl", out / f"{system}-{sample}.jsonl"
     if step not in SKIPPED_IS_OFF or not source.exists():
@@ -345,7 +345,7 @@ def reuse_skipped(out: Path, system: str, sample: str) -> int:
     done = read_records(target, repair=False) if target.exists() else {}
     copied = [
         {**record, "reused": "bootstrap"} for record in read_records(source, repair=False).values()
-        if record["id"] not in done and not record.get("error")
+        if record["id"] in ids and record["id"] not in done and not record.get("error")
         and all(s["status"] == "skipped" for s in record["trace"].get("steps", ()) if s["step"] == step)
     ]
     with target.open("a", encoding="utf-8") as f:
