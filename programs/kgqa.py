@@ -19,8 +19,8 @@
 | entity prune | `_prune_entities` | `prune_entities` | `PruneEntities` | signatures/prune.py | the plan sets no condition; few entities to go on from |
 | fact filter | `_filter_facts` | `filter_facts` | `FilterFacts` | signatures/facts.py | the question sets no condition; no facts about the candidates |
 | memory update | `_update_memory` | `update_memory` | `UpdateMemory` | signatures/memory.py | the question names one entity |
-| answer sufficiency | `_go_further` | `check_sufficiency` | `CheckSufficiency` | signatures/answer.py | at the deepest hop; extensions used up; the walk already went past the plan; nothing reached |
-| path answer extraction | `_extract` | `extract_answers` | `ExtractAnswers` | signatures/answer.py | one candidate, or one relation chain |
+| answer sufficiency | `_go_further` | `check_sufficiency` | `CheckSufficiency` | signatures/answer.py | at the deepest hop; extensions used up; the walk already went past the plan; nothing reached; the best path goes by the relation the plan's last hop names |
+| path answer extraction | `_extract` | `extract_answers` | `ExtractAnswers` | signatures/answer.py | one candidate, or one relation chain; the question sets no condition and the best path, from every topic entity, goes by the relation the plan's last hop names |
 | reflection | `_reflect` | `reflect` | `Reflect` | signatures/reflect.py | no dead end |
 
 Every step can be switched off (`WalkConfig`), and the trace records, for each step, whether it ran,
