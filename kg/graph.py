@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from kgqa.kg import queries
-from kgqa.kg.errors import KGError
-from kgqa.kg.names import NameIndex
+from kgqa.kg.errors import InvalidTermError, KGError
+from kgqa.kg.names import NameIndex, TextSearchIndex
 from kgqa.kg.profiles import KGProfile, get_profile
 from kgqa.kg.terms import XSD, Direction, Node, RdfTerm, check_text, normalize_label
 
@@ -94,6 +94,13 @@ class KGStats:
             return {"queries": self.queries, "rows": self.rows, "seconds": self.seconds}
 
 
+NAME_LOOKUPS = ("auto", "index", "search")  # how the linker finds names: see KnowledgeGraph.name_index
+
+
+class TooManyNames(KGError):
+    """The graph has more names than an in-memory index holds."""
+
+
 class KnowledgeGraph:
     """Batched access to one graph under one profile.
 
@@ -111,8 +118,14 @@ class KnowledgeGraph:
         max_neighbours: int = 1_000,
         max_rows: int = 10_000,
         scan_labels: bool = True,
+        names: str = "auto",
+        max_index_names: int = 5_000_000,
     ) -> None:
+        if names not in NAME_LOOKUPS:
+            raise ValueError(f"names must be one of {', '.join(NAME_LOOKUPS)}, got {names!r}")
         self.backend = backend
+        self.names_lookup = names
+        self.max_index_names = max_index_names
         self.profile = get_profile(profile)
         # Virtuoso refuses sorted LIMITs above 10,000 rows by default (SR353). A per-key cap below
         # the row cap lets a one-key query always tell a cut list from a whole one.
@@ -298,13 +311,15 @@ class KnowledgeGraph:
             matches.update(self._linked(queries.link_scan(missing, predicates=predicates)))
         return {label: tuple(sorted(matches.get(norm, ()))) for label, norm in wanted.items()}
 
-    def all_names(self, *, limit: int = 5_000_000) -> list[tuple[str, str]]:
+    def all_names(self, *, limit: int | None = None) -> list[tuple[str, str]]:
         """Every (entity, name or alias) of the graph, in one query: what a `NameIndex` is built from.
-        A graph with more names than `limit` (a full Freebase) is a KGError."""
+        A graph with more names than `limit` (default `max_index_names`; a full Freebase) is a
+        `TooManyNames` KGError."""
+        limit = self.max_index_names if limit is None else limit
         predicates = tuple(dict.fromkeys(self.profile.name_predicates + self.profile.alias_predicates))
         rows = self._select(queries.all_names(predicates=predicates, lang=self.profile.name_lang, limit=limit + 1))
         if len(rows) > limit:
-            raise KGError(f"{self.backend.describe()} has more than {limit:,} names: too many to index in memory")
+            raise TooManyNames(f"{self.backend.describe()} has more than {limit:,} names: too many to index in memory")
         found = []
         for row in rows:
             entity = self.profile.entity_id(row["e"].value)
@@ -312,19 +327,67 @@ class KnowledgeGraph:
                 found.append((entity, row["name"].value))
         return found
 
-    def name_index(self) -> NameIndex:
-        """The graph's `NameIndex`: loaded from beside an on-disk store when it was built for the same
-        triples, else built from `all_names` (and saved there), once per client."""
+    def name_index(self) -> NameIndex | TextSearchIndex:
+        """Where the linker finds the graph's names, once per client. `names="index"`: a `NameIndex`
+        of every name, loaded from beside an on-disk store when it was built for the same triples,
+        else built from `all_names` (and saved there). `names="search"`: a `TextSearchIndex` that asks
+        the endpoint's text index per question. `"auto"`: the index, or the search when the graph
+        has too many names to hold."""
         with _INDEX_LOCK:
             if "index" not in self._name_index:
-                directory, stamp = getattr(self.backend, "path", None), self._stamp()
-                index = NameIndex.load(directory, stamp=stamp) if directory else None
-                if index is None:
-                    index = NameIndex(self.all_names())
-                    if directory:
-                        index.save(directory, stamp=stamp)
+                if self.names_lookup == "search":
+                    index = self._text_search_index()
+                else:
+                    try:
+                        index = self._whole_index()
+                    except TooManyNames:
+                        if self.names_lookup == "index":
+                            raise
+                        index = self._text_search_index()
                 self._name_index["index"] = index
             return self._name_index["index"]
+
+    def _whole_index(self) -> NameIndex:
+        directory, stamp = getattr(self.backend, "path", None), self._stamp()
+        index = NameIndex.load(directory, stamp=stamp) if directory else None
+        if index is None:
+            predicates = tuple(dict.fromkeys(self.profile.name_predicates + self.profile.alias_predicates))
+            if self._select(queries.has_more_names(predicates=predicates, lang=self.profile.name_lang, than=self.max_index_names)):
+                # asked first, so a full Freebase is not read 5 million names deep to find that out
+                raise TooManyNames(f"{self.backend.describe()} has more than {self.max_index_names:,} names: too many to index in memory")
+            index = NameIndex(self.all_names())
+            if directory:
+                index.save(directory, stamp=stamp)
+        return index
+
+    def _text_search_index(self) -> TextSearchIndex:
+        def resolve(entity_or_name: str) -> list[tuple[str, str]]:
+            try:
+                named = self.names([entity_or_name])
+            except InvalidTermError:  # a name, not an id
+                named = {}
+            if named:
+                return list(named.items())
+            return [(entity, entity_or_name) for entity in self.link([entity_or_name]).get(entity_or_name, ())]
+
+        return TextSearchIndex(self.search_names, resolve)
+
+    def search_names(self, words: list[str], *, limit: int = 2_000) -> list[tuple[str, str]]:
+        """(entity, name or alias) whose name contains one of `words`, through the endpoint's text
+        index (Virtuoso's `bif:contains`), best matches first: one query. A KGError names the
+        endpoint when it has no such index."""
+        predicates = tuple(dict.fromkeys(self.profile.name_predicates + self.profile.alias_predicates))
+        try:
+            rows = self._select(queries.names_containing(words, predicates=predicates, lang=self.profile.name_lang, limit=limit))
+        except KGError as exc:
+            raise KGError(f"{self.backend.describe()} cannot search names by their words (a Virtuoso text index, "
+                          f"bif:contains, is needed for names='search'): {exc}") from exc
+        found = []
+        for row in rows:
+            entity = self.profile.entity_id(row["e"].value)
+            if entity is not None:
+                found.append((entity, row["name"].value))
+        return list(dict.fromkeys(found))
 
     def _stamp(self) -> str:
         """What the saved index must have been built from: the backend and its size, where it tells it."""

@@ -204,6 +204,40 @@ class NameIndex:
         return cls((e, n) for e, n in data["names"])
 
 
+def search_words(question: str) -> list[str]:
+    """The words a text index is asked for a question's names: its tokens but stop words, and the
+    first letters of the longer ones (`jamai*` finds Jamaica for "jamaican")."""
+    words = [t for t in tokens(question) if t not in STOPWORDS]
+    prefixes = [f"{t[:PREFIX + 1]}*" for t in words if len(t) > PREFIX + 1 and t.isalpha()]
+    return list(dict.fromkeys([*words, *prefixes]))
+
+
+class TextSearchIndex:
+    """A question's names found through the graph's text index (an endpoint's `bif:contains`), for
+    a graph with too many names to hold in memory (a full Freebase): one query per question for the
+    names that share a word with it, then a `NameIndex` over just those matches its spans as the
+    whole-graph index would. `search(words)` and `resolve(entity_or_name)` are the graph's queries."""
+
+    def __init__(self, search, resolve, *, fuzzy_cutoff: float = 0.6, cached: int = 64) -> None:
+        self._search, self._resolve, self.fuzzy_cutoff, self._cached = search, resolve, fuzzy_cutoff, cached
+        self._indexes: dict[str, NameIndex] = {}
+
+    def index_for(self, question: str) -> NameIndex:
+        """The names the question's words find, as an index (the last `cached` questions kept)."""
+        if question not in self._indexes:
+            words = search_words(question)
+            if len(self._indexes) >= self._cached:
+                self._indexes.pop(next(iter(self._indexes)))
+            self._indexes[question] = NameIndex(self._search(words) if words else [], fuzzy_cutoff=self.fuzzy_cutoff)
+        return self._indexes[question]
+
+    def mentions(self, question: str) -> list[Mention]:
+        return self.index_for(question).mentions(question)
+
+    def resolve(self, entity_or_name: str) -> list[tuple[str, str]]:
+        return self._resolve(entity_or_name)
+
+
 def _contains(words: list[str], span: tuple[str, ...]) -> bool:
     n = len(span)
     return any(tuple(words[i : i + n]) == span for i in range(len(words) - n + 1))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from kgqa.kg.terms import Direction, sparql_iri, sparql_string
+from kgqa.kg.terms import Direction, sparql_iri, sparql_string, text_pattern
 
 
 def _values(variable: str, terms: Iterable[str]) -> str:
@@ -147,6 +147,22 @@ def names(entity_iris: Sequence[str], *, predicates: Sequence[str], lang: str | 
 def all_names(*, predicates: Sequence[str], lang: str | None, limit: int) -> str:
     """Every (entity, name) through the name and alias predicates."""
     return f"SELECT ?e ?name WHERE {{ {_named('?e', predicates=predicates, lang=lang)} FILTER(isIRI(?e)) }} LIMIT {int(limit)}"
+
+
+def has_more_names(*, predicates: Sequence[str], lang: str | None, than: int) -> str:
+    """One row when the graph has more than `than` (entity, name) pairs, else none: a probe."""
+    return f"SELECT ?e WHERE {{ {_named('?e', predicates=predicates, lang=lang)} FILTER(isIRI(?e)) }} OFFSET {int(than)} LIMIT 1"
+
+
+def names_containing(words: Sequence[str], *, predicates: Sequence[str], lang: str | None, limit: int) -> str:
+    """(entity, name) whose name or alias contains one of `words`, through the endpoint's free-text
+    index (Virtuoso's `bif:contains`), best text scores first."""
+    pattern = text_pattern(words)
+    union = " UNION ".join(
+        f"{{ ?e {sparql_iri(p)} ?name . ?name bif:contains {pattern} OPTION (score ?relevance) . {_lang_filter('name', lang)} }}"
+        for p in predicates
+    )
+    return f"SELECT ?e ?name WHERE {{ {union} FILTER(isIRI(?e)) }} ORDER BY DESC(?relevance) LIMIT {int(limit)}"
 
 
 def link(label_forms: Sequence[str], *, predicates: Sequence[str], lang: str | None) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -121,3 +122,18 @@ def sparql_string(text: str, *, lang: str | None = None) -> str:
     if not _LANG_TAG.match(lang):
         raise InvalidTermError(f"bad language tag {lang!r}")
     return f'"{escaped}"@{lang}'
+
+
+_TEXT_WORD = re.compile(r"^[a-z0-9]{1,40}\*?$")
+
+
+def text_pattern(words: Sequence[str]) -> str:
+    """A free-text pattern matching any of `words` (folded tokens; a trailing `*` for a prefix of at
+    least 4 characters), as Virtuoso's `bif:contains` reads it, written as a SPARQL literal:
+    `'"houston" OR "celt*"'`. Anything but lower-case letters and digits is refused."""
+    if not words:
+        raise InvalidTermError("a text search needs at least one word")
+    for word in words:
+        if not isinstance(word, str) or not _TEXT_WORD.match(word) or (word.endswith("*") and len(word) < 5):
+            raise InvalidTermError(f"not a text-search word: {str(word)[:80]!r}")
+    return "'" + " OR ".join(f'"{word}"' for word in words) + "'"

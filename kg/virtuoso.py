@@ -115,7 +115,9 @@ class LocalVirtuoso:
         try:
             server._wait_ready(timeout)
             if any(data.iterdir()):
-                server.isql(f"ld_dir('{data}', '*.nt', '{GRAPH}'); rdf_loader_run(); checkpoint;")
+                # names are found by their words too (bif:contains): every literal goes into the text index
+                server.isql(f"DB.DBA.RDF_OBJ_FT_RULE_ADD(null, null, 'kgqa'); ld_dir('{data}', '*.nt', '{GRAPH}'); "
+                            "rdf_loader_run(); DB.DBA.VT_INC_INDEX_DB_DBA_RDF_OBJ(); checkpoint;")
         except BaseException:
             server.stop()
             raise

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pyoxigraph as ox
+import pytest
 
-from kgqa.kg import EmbeddedStore, KnowledgeGraph
-from kgqa.kg.names import INDEX_FILE, NameIndex, tokens
+from kgqa.kg import EmbeddedStore, KnowledgeGraph, SparqlEndpoint
+from kgqa.kg.names import INDEX_FILE, NameIndex, TextSearchIndex, search_words, tokens
 
 NAMES = [
     ("m.1", "Monte Alto, São Paulo"), ("m.2", "Miley Cyrus"), ("m.3", "Tupac Shakur"), ("m.4", "J. R. R. Tolkien"),
@@ -79,3 +80,65 @@ def test_every_backend_lists_the_same_names(demo_kg):
     assert ("m.0dm001", "USA") in names and ("m.0dm001", "United States") in names  # aliases too
     mentions = demo_kg.name_index().mentions("who directed parasite")
     assert [(m.text, m.how) for m in mentions if m.name == "Parasite"] == [("parasite", "exact")]
+
+
+def test_a_question_s_names_are_found_through_virtuoso_s_text_index(virtuoso_server, demo_store):
+    """names='search': no whole-graph index, one bif:contains query per question; the same links
+    as the whole index, on a question written as users write it."""
+    searched = KnowledgeGraph(SparqlEndpoint(virtuoso_server.url, timeout=10), profile="freebase", names="search")
+    whole = KnowledgeGraph(demo_store, profile="freebase", names="index")
+    index = searched.name_index()
+    assert isinstance(index, TextSearchIndex)
+    def best(idx, question):
+        return {(m.text, m.entity, m.how) for m in idx.mentions(question) if m.similarity >= 0.8}
+
+    for question in ("who directed parasite", "what films did quentin tarantinos direct", "which movies star the usa"):
+        assert best(index, question) == best(whole.name_index(), question) != set()
+    before = searched.stats.snapshot()["queries"]
+    index.mentions("who directed parasite")  # asked before: kept
+    assert searched.stats.snapshot()["queries"] == before
+    assert index.resolve("Parasite") == [("m.0dm159", "Parasite")] and index.resolve("m.0dm159") == [("m.0dm159", "Parasite")]
+
+
+def test_an_endpoint_without_a_text_index_says_so(demo_store):
+    from kgqa.kg.errors import KGError
+
+    class NoTextIndex:  # an endpoint that refuses bif:contains, as a SPARQL store without it does
+        def describe(self):
+            return "http://127.0.0.1:1/sparql"
+
+        def select(self, query):
+            if "bif:contains" in query:
+                raise KGError("HTTP 400: unknown function bif:contains")
+            return demo_store.select(query)
+
+    kg = KnowledgeGraph(NoTextIndex(), profile="freebase", names="search")
+    with pytest.raises(KGError, match="cannot search names by their words"):
+        kg.name_index().mentions("who directed parasite")
+
+
+def test_search_words_are_the_question_s_tokens_and_prefixes_of_long_ones():
+    assert search_words("What did the Jamaican sprinter's coach win?") == ["jamaican", "sprinter", "coach", "win", "jamai*", "sprin*"]
+    assert search_words("who is it") == []
+
+
+@pytest.mark.parametrize("words", [[], ["a'b"], ['x" OR "y'], ["ab*"], ["Houston"], ["x" * 41], [None]])
+def test_text_search_words_are_refused_unless_plain(words):
+    from kgqa.kg.errors import InvalidTermError
+    from kgqa.kg.terms import text_pattern
+
+    with pytest.raises(InvalidTermError):
+        text_pattern(words)
+
+
+def test_a_graph_with_too_many_names_to_hold_is_searched_instead(virtuoso_server):
+    from kgqa.kg.graph import TooManyNames
+
+    endpoint = SparqlEndpoint(virtuoso_server.url, timeout=10)
+    auto = KnowledgeGraph(endpoint, profile="freebase", max_index_names=10)  # the demo KG has ~400 names
+    assert isinstance(auto.name_index(), TextSearchIndex)
+    assert any(m.name == "Bong Joon-ho" for m in auto.name_index().mentions("what did bong joon ho direct"))
+    with pytest.raises(TooManyNames, match="more than 10 names"):
+        KnowledgeGraph(endpoint, profile="freebase", names="index", max_index_names=10).name_index()
+    with pytest.raises(ValueError, match="names must be one of"):
+        KnowledgeGraph(endpoint, profile="freebase", names="bif")
