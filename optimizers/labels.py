@@ -193,6 +193,27 @@ def answer_demos(program, examples: Sequence[dspy.Example], *, teacher: dspy.LM,
     return demos
 
 
+def topic_demos(program, examples: Sequence[dspy.Example], *, limit: int) -> list[dspy.Example]:
+    """Gold topic entities as demos of the topic choice: for each example (up to `limit` demos)
+    whose question, asked without ids (brackets removed), would have its topic entities chosen among
+    plausible candidates, the candidates shown and the gold ones among them (by id or name).
+    Questions whose gold topics are not among the plausible candidates make no demo."""
+    demos = []
+    for ex in examples:
+        if len(demos) >= limit:
+            break
+        gold = {*(getattr(ex, "topic_entities", None) or ()), *(getattr(ex, "topic_names", None) or ())}
+        question = ex.question.replace("[", "").replace("]", "")
+        shown = program.topic_choice_inputs(question) if gold else None
+        if not shown:
+            continue
+        meant = [label for label, c in zip(shown["candidate_entities"], shown["candidates"]) if c.entity in gold or c.name in gold]
+        if meant:
+            demos.append(dspy.Example(question=question, candidate_entities=shown["candidate_entities"],
+                                      entities_meant=meant).with_inputs("question", "candidate_entities"))
+    return demos
+
+
 def interleave_depths(examples: Sequence[dspy.Example]) -> list[dspy.Example]:
     """The examples reordered so gold depths alternate (1, 2, 3, 1, 2, 3, ...), each depth keeping
     its order; unlabeled ones last. Bootstrapping keeps the first traces that pass, so every

@@ -20,7 +20,7 @@ import dspy
 
 from kgqa.evaluate.metrics import feedback, walk_metric
 from kgqa.kg import KGError, KnowledgeGraph
-from kgqa.optimizers.labels import answer_demos, interleave_depths, labeled_teacher, plan_demos
+from kgqa.optimizers.labels import answer_demos, interleave_depths, labeled_teacher, plan_demos, topic_demos
 from kgqa.programs.linking import Linker
 
 log = logging.getLogger(__name__)
@@ -36,6 +36,7 @@ class Budget:
     # one-time encoding (MetaQA: 1,500 plans matched by shape gave 90 of 90 plans the gold length on each of two
     # samples; 150 matched by the whole question, 79 and 71)
     labeled: int = 0  # raw labeled demos per predictor
+    topic_demos: int = 100  # gold topic choices as the topic choice's demo pool (questions asked without ids)
     rounds: int = 1
     candidates: int = 4  # candidate programs (bootstrap-rs), instruction and demo candidates (mipro), per step (simba)
     trials: int = 6  # MIPROv2 trials (`mipro`; the light/medium presets set their own)
@@ -168,6 +169,12 @@ def compile_program(
         compiled.plan.demos = plan_demos(trainset, per_depth=budget.plan_demos, kg=kg)
     if hasattr(compiled, "linker"):
         compiled.linker = fit_linker(compiled.linker, trainset, kg=kg)
+    if budget.topic_demos and kg is not None and hasattr(compiled, "choose_topics"):
+        # the topic choice, labeled by the gold topic entities: a pool of its choices on the trainset
+        try:
+            compiled.choose_topics.demos = topic_demos(compiled, trainset, limit=budget.topic_demos)
+        except KGError as exc:
+            log.warning("the topic choice stays uncompiled: %s", exc)
     if labeled and budget.plan_demos and hasattr(compiled, "extract_answers"):
         # Likewise path answer extraction, labeled by the gold answers: a pool of gold choices among
         # the candidates the gold-path teacher's walk shows, each question shown the nearest in shape.

@@ -29,7 +29,8 @@ from kgqa.lm.errors import LMUnavailable
 from kgqa.programs.config import WalkConfig
 from kgqa.programs.deadline import Cut, Deadline
 from kgqa.programs.embedder import Embedder
-from kgqa.programs.linking import Linker
+from kgqa.programs.linking import Candidate as LinkCandidate
+from kgqa.programs.linking import Linker, Linking
 from kgqa.programs.selection import select
 from kgqa.programs.trace import StopReason, Trace, token_totals
 from kgqa.programs.trails import Hop, Trail
@@ -170,9 +171,14 @@ class KGProgram(dspy.Module):
             topics = [Node(e, name=label) for label in bracketed for e in linked[label]]
         else:
             linking = self.linker.link(state.question, kg.name_index())
+            linking.linked = self._choose_topics(state, linking)
             state.trace.linking = linking.to_dict()
             topics = [Node(c.entity, name=c.name) for c in linking.linked]
         return topics, None if topics else "no entity of the question was found in the KG by its name"
+
+    def _choose_topics(self, state: WalkState, linking: Linking) -> list[LinkCandidate]:
+        """The topic entities among the linker's candidates: here, the linker's own choice."""
+        return linking.linked
 
     def _onward(self, state: WalkState, trail: Trail, relations: dict) -> list[Edge]:
         """The relations a trail can go on by: those around its end, less the one it arrived by

@@ -47,6 +47,9 @@ class WalkConfig:
         similarity, the entity prune keeps every entity, the fact filter shows no facts, memory keeps
         no notes, the walk takes the planned hops only, and the first ranked candidate (with the
         other ends of its chain) answers.
+    topic_choice: for a question without ids, the model chooses its topic entities among the
+        plausible candidates when the linker's choice has competitors (off: the linker's choice).
+    topics_chosen: topic entities that choice may keep, at most.
     """
 
     depth: int = 3
@@ -76,10 +79,12 @@ class WalkConfig:
     memory_update: bool = True
     sufficiency: bool = True
     extraction: bool = True
+    topic_choice: bool = True
+    topics_chosen: int = 3
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
-            if name in STEPS:
+            if name in STEPS or name == "topic_choice":
                 if not isinstance(value, bool):
                     raise ValueError(f"{name} must be true or false, got {value!r}")
             elif name in {"snap_cutoff", "clear_similarity", "clear_margin"}:

@@ -1,6 +1,6 @@
 """KGQA: one program over a knowledge graph, every LLM step a typed DSPy predictor.
 
-    topic entities (given, or linked from the question's words)
+    topic entities (given, or linked from the question's words; the model chooses among plausible ones)
     -> plan (decompose: how many hops, what each reaches, conditions on the answer)
     -> per planned hop: retrieve every relation of the frontier (one batched query, nameless CVT
        nodes stepped through) -> relation prune (the chains to go on by) -> entity prune (the
@@ -14,6 +14,7 @@
 
 | step | method | predictor | signature | file | skipped when |
 |---|---|---|---|---|---|
+| topic choice | `_choose_topics` | `choose_topics` | `ChooseTopicEntities` | signatures/link.py | topics given; one plausible candidate |
 | plan | `_plan` | `plan` | `Plan` | signatures/plan.py | never |
 | relation prune | `_prune_relations` | `prune_relations` | `PruneRelations` | signatures/prune.py | the plan's last hop (extraction chooses there); one relation reached; the hop's target names its relation |
 | entity prune | `_prune_entities` | `prune_entities` | `PruneEntities` | signatures/prune.py | the plan sets no condition; few entities to go on from |
@@ -48,10 +49,13 @@ from kgqa.programs import render
 from kgqa.programs.base import KGProgram, WalkState, question_shape
 from kgqa.programs.config import WalkConfig
 from kgqa.programs.embedder import Embedder
+from kgqa.programs.linking import Candidate as LinkCandidate
+from kgqa.programs.linking import Linking
 from kgqa.programs.trace import StopReason
 from kgqa.programs.trails import Hop, Trail
 from kgqa.signatures import (
     CheckSufficiency,
+    ChooseTopicEntities,
     ExtractAnswers,
     FilterFacts,
     Plan,
@@ -67,6 +71,7 @@ _PAIRS_PER_CHAIN = 30  # ends of one relation chain scored with their names
 _NOT_GONE_ON = 0.25  # the score factor of a relation neither the prune nor similarity chose (its ends stay candidates)
 _PLANNED_BONUS = 0.15  # added to the similarity (0..1) of a candidate on the plan's chosen chain at its depth
 _VALUES_PER_FACT = 3  # values of one (candidate, relation) shown in one fact
+_TOPIC_RELATIONS = 4  # relations shown with each candidate topic entity
 # words of questions whose answer a value decides: a number, a date, a comparison, an extreme
 _VALUE_WORDS = re.compile(
     r"\d|\b(before|after|since|until|during|first|last|earliest|latest|oldest|youngest|newest|largest|smallest|"
@@ -108,6 +113,7 @@ class KGQA(KGProgram):
         self.check_sufficiency = dspy.Predict(CheckSufficiency)
         self.extract_answers = dspy.Predict(ExtractAnswers)
         self.reflect = dspy.Predict(Reflect)
+        self.choose_topics = dspy.Predict(ChooseTopicEntities)
 
     # -- the algorithm -----------------------------------------------------------------------
 
@@ -165,7 +171,52 @@ class KGQA(KGProgram):
                 "memory_notes": list(state.memory), "candidates": [c.label for c in candidates],
                 "topic": ", ".join(dict.fromkeys(t.label for t in state.topics))}  # as `_demo_shape` splits it
 
+    def topic_choice_inputs(self, question: str) -> dict | None:
+        """What the topic choice would be shown for `question` asked without ids (`candidate_entities`)
+        and the linker's candidates behind them (`candidates`); None when it would not be asked.
+        What compiling labels with the gold topic entities."""
+        state = self._new_state(question)
+        plausible = self.linker.plausible(self.linker.link(question, state.kg.name_index()))
+        if len(plausible) <= 1:
+            return None
+        return {"candidate_entities": self.topic_labels(state, plausible), "candidates": plausible}
+
     # -- steps -------------------------------------------------------------------------------
+
+    def _choose_topics(self, state: WalkState, linking: Linking) -> list[LinkCandidate]:
+        """The topic entities of a question without ids: the linker's choice when it is the one
+        plausible candidate; else the model chooses among the plausible ones (the linker's and those
+        scoring near them), each shown with what the graph relates it to (one query), so "Houston"
+        the city and "Houston" the county differ, and a common word ("location") can be left out."""
+        if not state.config.topic_choice:
+            state.trace.record("topic_choice", "skipped", "switched off: the linker's choice")
+            return linking.linked
+        plausible = self.linker.plausible(linking)
+        if len(plausible) <= 1:
+            state.trace.record("topic_choice", "skipped", f"{len(plausible)} plausible candidate: the linker's choice")
+            return linking.linked
+        labels = self.topic_labels(state, plausible)
+        kept = self._checked_choice(state, self.choose_topics, chosen="entities_meant", candidates=labels,
+                                    limit=state.config.topics_chosen, question=state.question, candidate_entities=labels)
+        if not kept:
+            state.trace.fallbacks += 1
+            state.trace.record("topic_choice", "fell_back", "no usable choice: the linker's")
+            return linking.linked
+        state.trace.record("topic_choice", "ran")
+        return [plausible[labels.index(label)] for label in kept]
+
+    def topic_labels(self, state: WalkState, candidates: Sequence[LinkCandidate]) -> list[str]:
+        """Each candidate as the topic choice reads it, 'name (matched words): relations', with the
+        relations around it most like the question; distinct, so a choice names one candidate."""
+        around = dict(state.kg.relations([c.entity for c in candidates]).items)
+        labels: list[str] = []
+        for c in candidates:
+            phrases = list(dict.fromkeys(render.relation_phrase(e.relation) for e in around.get(c.entity, ())))
+            if len(phrases) > _TOPIC_RELATIONS:
+                phrases = self.embedder.top(state.question, phrases, _TOPIC_RELATIONS)
+            label = f"{c.name} ({c.mention.text if c.mention else 'implied'}): {'; '.join(phrases) or 'no relations'}"
+            labels.append(label if label not in labels else f"{label} [{len(labels) + 1}]")
+        return labels
 
     def _plan(self, state: WalkState) -> tuple[list[str], list[str]]:
         """What each hop reaches and what the answer must satisfy; one hop when the plan is unusable."""

@@ -158,6 +158,13 @@ class Linker:
         )
         return 1 / (1 + math.exp(-max(min(z, 50), -50)))
 
+    def plausible(self, linking: Linking, *, at_most: int = 6) -> list[Candidate]:
+        """The candidates a choice is between: the linked ones, then the others that score at least
+        half the linking threshold, best first."""
+        floor = (self.threshold if self.trained else 0.9) / 2
+        others = [c for c in linking.candidates if c not in linking.linked and c.score >= floor]
+        return [*linking.linked, *others][: max(at_most, len(linking.linked))]
+
     def _choose(self, candidates: list[Candidate]) -> list[Candidate]:
         """The best candidates down to the threshold, spans not overlapping; always the best one."""
         chosen: list[Candidate] = []

@@ -22,6 +22,8 @@ MAX_STRING = 200_000
 _PREDICTOR_KEYS = {"traces", "train", "demos", "signature", "lm"}
 # predictors of earlier kgqa programs: the first walk, the plan walk (`--strategy plan`), the path choice (`--strategy paths`)
 OLDER_STEPS = {"decompose", "extract_answer", "judge", "choose_answer"}
+# predictors added since programs were first saved as one KGQA: a program without them loads with them uncompiled
+NEWER_STEPS = {"choose_topics"}
 
 
 class ProgramFileError(KGQAError, ValueError):
@@ -83,8 +85,10 @@ def load_program(directory: str | Path, kg: KnowledgeGraph, *, settings: dict | 
     except (TypeError, ValueError) as exc:
         raise ProgramFileError(f"{directory / CONFIG_FILE}: bad walk settings: {exc}") from None
     program = KGQA(kg, config=walk)
+    fresh = program.dump_state()
+    state = {**{name: fresh[name] for name in NEWER_STEPS if name not in state}, **state}  # steps it predates: uncompiled
     try:
-        program.load(str(path))
+        program.load_state(state)
     except Exception as exc:  # DSPy raises many kinds on a state that does not fit
         raise ProgramFileError(f"{path}: cannot load: {type(exc).__name__}: {exc}") from None
     linking = directory / LINKING_FILE
@@ -112,13 +116,13 @@ def check_state(state: object, *, expected: set[str], source: Path) -> None:
     if not isinstance(state, dict):
         raise ProgramFileError(f"{source}: expected a JSON object of predictor states")
     names = set(state) - {"metadata"}
-    if names != expected:
+    if names != expected and not (names < expected and expected - names <= NEWER_STEPS):
         unknown, missing = sorted(names - expected), sorted(expected - names)
         if set(unknown) & OLDER_STEPS:
             raise ProgramFileError(f"{source} was compiled by an earlier kgqa, whose walk had the steps {unknown}; "
                                    "recompile it with `kgqa compile` (the program has other steps now)")
         raise ProgramFileError(f"{source}: predictors do not match this program (unknown: {unknown}, missing: {missing})")
-    for name in expected:
+    for name in expected & names:
         predictor = state[name]
         if not isinstance(predictor, dict) or not set(predictor) <= _PREDICTOR_KEYS:
             raise ProgramFileError(f"{source}: {name}: unexpected state keys {sorted(set(predictor) - _PREDICTOR_KEYS) if isinstance(predictor, dict) else type(predictor).__name__}")

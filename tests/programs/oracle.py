@@ -1,6 +1,7 @@
 """A scripted model that walks like a careful one: plans the hops a test names, picks the
 relations it names wherever they are offered, keeps every candidate entity, keeps no facts,
-notes nothing, finds the evidence sufficient, and extracts the answers its relations reach."""
+notes nothing, finds the evidence sufficient, extracts the answers its relations reach, and of a
+question's plausible topic entities keeps the linker's best."""
 
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ def oracle(
         "evidence_sufficient": lambda i: {"evidence_sufficient": reached(i) if reached else True},
         "entities_to_resume": lambda i: {"entities_to_resume": backtrack(i) if backtrack else []},
         "extracted_answers": extracted,
+        "entities_meant": lambda i: {"entities_meant": i["candidate_entities"][:1]},  # the linker's best
     }
     handlers.update(overrides)
     return scripted_lm(handlers, constrained=constrained)

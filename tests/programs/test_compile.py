@@ -16,7 +16,8 @@ from kgqa.optimizers.teleprompters import Budget, compile_program
 from kgqa.programs import KGQA
 from tests.programs.oracle import gold_oracle
 
-PREDICTORS = {"plan", "prune_relations", "prune_entities", "filter_facts", "update_memory", "check_sufficiency", "extract_answers", "reflect"}
+PREDICTORS = {"plan", "prune_relations", "prune_entities", "filter_facts", "update_memory", "check_sufficiency", "extract_answers", "reflect",
+              "choose_topics"}
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +109,31 @@ def test_compiling_with_gold_paths_bootstraps_right_walks_and_plans_of_every_len
     answers = compiled.extract_answers.demos  # a pool of gold choices among the candidates the teacher's walk shows
     assert answers and all(d["extracted_answers"][0] in by_question[d["question"]].answers for d in answers)
     assert all(d["extracted_answers"][0] in [p.rsplit(" -> ", 1)[-1] for p in d["candidate_paths"]] for d in answers)
+
+
+def test_the_topic_choice_is_compiled_with_the_gold_topic_entities(kg, train):
+    student = gold_oracle([])
+    with dspy.context(lm=student, adapter=ConstrainedJSONAdapter()):
+        compiled = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=1, plan_demos=1))
+    demos, by_question = compiled.choose_topics.demos, {ex.question: ex for ex in train}
+    assert demos  # demo questions whose names have plausible rivals ("Austria" / "Australia")
+    for demo in demos:  # each a choice among 2 or more candidates shown with their relations, the gold topics chosen
+        gold = by_question[demo["question"]].topic_names
+        assert len(demo["candidate_entities"]) >= 2 and set(demo["entities_meant"]) <= set(demo["candidate_entities"])
+        assert 1 <= len(demo["entities_meant"]) <= len(gold)
+    assert compiled.choose_topics.demos == demos and len(demos) <= Budget().topic_demos
+
+
+def test_a_program_saved_before_the_topic_choice_loads_with_it_uncompiled(kg, tmp_path):
+    import json
+
+    from kgqa.programs.saving import load_program, save_program
+
+    save_program(KGQA(kg), tmp_path, settings={"kg": "demo"})
+    state = json.loads((tmp_path / "program.json").read_text())
+    del state["choose_topics"]
+    (tmp_path / "program.json").write_text(json.dumps(state))
+    assert load_program(tmp_path, kg).choose_topics.demos == []
 
 
 def test_compiling_without_labels_uses_the_lm_as_teacher(kg, train):

@@ -459,3 +459,30 @@ def test_answers_every_topic_entity_reaches_rank_first(tmp_path):
     pred = ask(kg, lm, "which city is home to [Lala] and [Seymour]", extraction=False)
     assert pred.trace.candidates[0] == "Brooklyn" and pred.answers[0] == "Brooklyn"
     assert pred.paths[0].endswith("-> lived_in -> Brooklyn\n# Answer:\nBrooklyn")
+
+
+def test_a_question_without_ids_has_its_topic_chosen_among_plausible_candidates(kg, ids):
+    # "Austria" names Austria exactly and Australia nearly: the model is shown both, with their relations
+    lm = oracle(["location.country.capital"], entities_meant=lambda i: {"entities_meant": [c for c in i["candidate_entities"] if c.startswith("Australia")]})
+    pred = ask(kg, lm, "What is the capital of Austria?")
+    (call,) = [i for key, i in lm.scripted.calls if key == "entities_meant"]
+    assert [c.split(" (")[0] for c in call["candidate_entities"]] == ["Austria", "Australia"]
+    assert all(": " in c and "country capital" in c for c in call["candidate_entities"])  # what the graph relates each to
+    assert [t["name"] for t in pred.trace.linking["linked"]] == ["Australia"] and pred.trace.topic_names == ["Australia"]
+    assert statuses(pred.trace)["topic_choice"] == ["ran"] and calls(lm)[0] == "entities_meant"
+    # an unusable choice falls back to the linker's; given topics and a switch skip the step
+    lm = oracle(["location.country.capital"], entities_meant=lambda i: {"entities_meant": ["Atlantis"]})
+    pred = ask(kg, lm, "What is the capital of Austria?")
+    assert pred.trace.topic_names == ["Austria"] and statuses(pred.trace)["topic_choice"] == ["fell_back"]
+    for topics, walk in (([ids["Parasite"]], {}), (None, {"topic_choice": False})):
+        lm = oracle(["location.country.capital"])
+        pred = ask(kg, lm, "What is the capital of Austria?", topics, **walk)
+        assert "entities_meant" not in calls(lm)
+    assert statuses(pred.trace)["topic_choice"] == ["skipped: switched off: the linker's choice"]
+
+
+def test_one_plausible_topic_needs_no_choice(kg):
+    lm = oracle(["film.film.directed_by"])
+    pred = ask(kg, lm, "Who directed Pulp Fiction?")
+    assert "entities_meant" not in calls(lm) and pred.trace.topic_names == ["Pulp Fiction"]
+    assert statuses(pred.trace)["topic_choice"] == ["skipped: 1 plausible candidate: the linker's choice"]
