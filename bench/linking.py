@@ -62,6 +62,7 @@ class Scored:
     candidates: int
     seconds: float
     shown: list[dict]
+    llm_calls: int = 0
 
     @property
     def right(self) -> int:
@@ -79,6 +80,20 @@ def link_all(linker: Linker, index: NameIndex, rows: Sequence[tuple[str, str, li
     return scored
 
 
+def choose_all(program, rows: Sequence[tuple[str, str, list[str]]]) -> list[Scored]:
+    """Each question linked as the program links it: its linker, then the topic choice (the LM,
+    only where more than one candidate is plausible)."""
+    scored = []
+    for id_, question, gold in rows:
+        start = time.perf_counter()
+        linking, trace = program.link_question(question)
+        seconds = time.perf_counter() - start
+        names = [c.name if c.name in gold else c.entity for c in linking.linked]
+        scored.append(Scored(id_, question, gold, names, len(linking.candidates), seconds,
+                             linking.to_dict(shown=5)["candidates"], trace.llm_calls))
+    return scored
+
+
 def metrics(scored: list[Scored]) -> dict[str, float]:
     n = len(scored)
     linked = sum(len(s.linked) for s in scored)
@@ -92,6 +107,7 @@ def metrics(scored: list[Scored]) -> dict[str, float]:
         "at_least_one": sum(s.right > 0 for s in scored) / n,
         "nothing": sum(not s.linked for s in scored) / n,
         "candidates": statistics.mean(s.candidates for s in scored),
+        "llm_calls": statistics.mean(s.llm_calls for s in scored),
         "ms_mean": 1000 * statistics.mean(s.seconds for s in scored),
         "ms_p95": 1000 * sorted(s.seconds for s in scored)[int(0.95 * (n - 1))],
     }
@@ -145,14 +161,14 @@ def knowledge_graph(backend: str, triples: list[ox.Triple], profile, workdir: Pa
 
 def table(results: dict[tuple[str, str, str, str], dict]) -> str:
     lines = [
-        "| dataset | backend | linker | questions | precision | recall | exact gold set | >= 1 gold | nothing | candidates | ms mean | ms p95 |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| dataset | backend | linker | questions | precision | recall | exact gold set | >= 1 gold | nothing | candidates | LLM calls | ms mean | ms p95 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for (dataset, backend, linker, sample), m in results.items():
         lines.append(
             f"| {dataset} ({sample}) | {backend} | {linker} | {m['questions']} | {m['precision']:.3f} | {m['recall']:.3f} | "
             f"{m['exact']:.3f} | {m['at_least_one']:.3f} | {m['nothing']:.3f} | {m['candidates']:.1f} | "
-            f"{m['ms_mean']:.1f} | {m['ms_p95']:.1f} |"
+            f"{m.get('llm_calls', 0):.2f} | {m['ms_mean']:.1f} | {m['ms_p95']:.1f} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -170,10 +186,29 @@ def write_records(path: Path, scored: list[Scored]) -> None:
     with path.open("w") as f:
         for s in scored:
             f.write(json.dumps({"id": s.id, "question": s.question, "gold": s.gold, "linked": s.linked,
-                                "candidates": s.candidates, "seconds": round(s.seconds, 4), "best": s.shown}) + "\n")
+                                "candidates": s.candidates, "seconds": round(s.seconds, 4), "best": s.shown,
+                                "llm_calls": s.llm_calls}) + "\n")
 
 
 # -- end to end --------------------------------------------------------------------------------------
+
+
+def topic_chooser(args, kg: KnowledgeGraph, linker: Linker, train: list[dspy.Example]):
+    """The program's linking with the topic choice compiled on the training questions' gold topics
+    (`optimizers.labels.topic_demos`), on the LM of `--lm`."""
+    from kgqa.lm.adapter import ConstrainedJSONAdapter
+    from kgqa.optimizers.labels import topic_demos
+    from kgqa.optimizers.teleprompters import Budget
+    from kgqa.programs import KGQA
+    from kgqa.specs import make_lm
+
+    dspy.configure(lm=make_lm(args.lm), adapter=ConstrainedJSONAdapter())
+    program = KGQA(kg)
+    program.linker = linker
+    start = time.perf_counter()
+    program.choose_topics.demos = topic_demos(program, train, limit=Budget().topic_demos)
+    print(f"topic choice compiled: {len(program.choose_topics.demos)} demos in {time.perf_counter() - start:.1f} s", flush=True)
+    return program
 
 
 def end_to_end(args, kg: KnowledgeGraph, linker: Linker, sample: list[dspy.Example]) -> str:
@@ -209,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--end-to-end", type=int, default=0, help="questions answered with given and linked topics")
     parser.add_argument("--program", type=Path, help="a compiled CWQ-mini program for --end-to-end")
     parser.add_argument("--lm", default="local")
+    parser.add_argument("--topic-choice", action="store_true", help="also the compiled linker followed by the "
+                        "program's topic choice (the LM, compiled on the training questions' gold topics), on the "
+                        "embedded store's seeded samples")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "linking-local")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped run still stops its Virtuoso
@@ -256,6 +294,14 @@ def main(argv: list[str] | None = None) -> int:
                                 write_records(args.out / f"links-{slug}.jsonl", scored)
                                 if name == next(iter(samples)):  # the seeded sample
                                     (args.out / f"wrong-{dataset}.md").write_text(wrong_links(scored, 20, args.seed))
+                    if backend == "embedded" and args.topic_choice:
+                        program = topic_chooser(args, kg, linker, train)
+                        name, examples = next(iter(samples.items()))
+                        scored = choose_all(program, as_rows(examples))
+                        results[(dataset, backend, "compiled + topic choice (LM)", name)] = metrics(scored)
+                        print(table({(dataset, backend, "+choice", name): results[(dataset, backend, "compiled + topic choice (LM)", name)]}).splitlines()[-1], flush=True)
+                        write_records(args.out / f"links-{dataset}-topic-choice.jsonl", scored)
+                        (args.out / f"wrong-{dataset}-topic-choice.md").write_text(wrong_links(scored, 20, args.seed))
                     if dataset == "cwq-mini" and backend == "embedded" and args.end_to_end:
                         e2e = end_to_end(args, kg, linker, sample)
                         (args.out / "end-to-end.md").write_text(e2e)

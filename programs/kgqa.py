@@ -51,7 +51,7 @@ from kgqa.programs.config import WalkConfig
 from kgqa.programs.embedder import Embedder
 from kgqa.programs.linking import Candidate as LinkCandidate
 from kgqa.programs.linking import Linking
-from kgqa.programs.trace import StopReason
+from kgqa.programs.trace import StopReason, Trace, token_totals
 from kgqa.programs.trails import Hop, Trail
 from kgqa.signatures import (
     CheckSufficiency,
@@ -170,6 +170,16 @@ class KGQA(KGProgram):
         return {"candidate_paths": [c.path for c in candidates], "known_facts": list(state.facts),
                 "memory_notes": list(state.memory), "candidates": [c.label for c in candidates],
                 "topic": ", ".join(dict.fromkeys(t.label for t in state.topics))}  # as `_demo_shape` splits it
+
+    def link_question(self, question: str) -> tuple[Linking, Trace]:
+        """A question without ids linked as the walk links it (the linker, then the topic choice),
+        with the trace of it (LLM calls, the choice's outcome): what `bench.linking` scores."""
+        state = self._new_state(question)
+        linking = self.linker.link(question, state.kg.name_index())
+        with dspy.track_usage() as usage:
+            linking.linked = self._choose_topics(state, linking)
+        state.trace.input_tokens, state.trace.output_tokens = token_totals(usage)
+        return linking, state.trace
 
     def topic_choice_inputs(self, question: str) -> dict | None:
         """What the topic choice would be shown for `question` asked without ids (`candidate_entities`)
