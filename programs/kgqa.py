@@ -319,9 +319,11 @@ class KGQA(KGProgram):
     def _named_relation(self, state: WalkState, labels: list[str]) -> tuple[list[str], str | None]:
         """The relations ranked by similarity to the hop's target, and the one it clearly names
         ("movie (directed by)" -> directed_by), if one is similar enough and ahead of the next. A
-        target names a relation, not its direction: directions are left out of the comparison."""
+        target that spells its relation words in parentheses is compared by them ("movie (written
+        by)": "written by", not the "movie" that directed_by fits as well), and a target names a
+        relation, not its direction: directions are left out of the comparison."""
         words = [render.relation_words(label.replace(" (reverse)", "")) for label in labels]
-        scores = dict(zip(labels, self.embedder.similarities(self._hop_target(state), words)))
+        scores = dict(zip(labels, self.embedder.similarities(hop_relation(self._hop_target(state)), words)))
         ranked = sorted(labels, key=lambda label: (-scores[label], label))
         return ranked, ranked[0] if _clear(ranked, scores, state.config) else None
 
@@ -414,7 +416,8 @@ class KGQA(KGProgram):
         topics: dict[str, set[str]] = defaultdict(set)
         for trail in ends:
             label = render.node_label(trail.end)
-            planned = trail.steps == planned_depth and (_chain(trail) in named_chains if named_chains else state.config.relation_prune and trail.score >= 1.0)
+            planned = (state.config.relation_prune and trail.score >= 1.0 and trail.steps == planned_depth
+                       and (not named_chains or _chain(trail) in named_chains))
             score = 0.5 * chain_scores[_chain(trail)] + 0.5 * pair_scores.get(id(trail), 0.0) + _PLANNED_BONUS * planned
             topics[label].add(trail.topic.label)
             if label not in best or score > best[label][0]:
@@ -505,7 +508,7 @@ class KGQA(KGProgram):
         if state.depth > len(state.hop_targets):
             state.trace.record("sufficiency", "skipped", "the walk already retrieved a hop past the plan")
             return False
-        if _chain(candidates[0].trail) in state.named:
+        if _on_named_chain(candidates[0].trail, state):
             state.trace.record("sufficiency", "skipped", "the best path ends by the relation the plan's last hop names")
             return False
         out = self._call(state, self.check_sufficiency, question=state.question, memory_notes=state.memory,
@@ -558,7 +561,7 @@ class KGQA(KGProgram):
         """Extraction has nothing to decide: the best candidate is reached by the relation the plan's
         last hop names, from every topic entity, and the question sets no condition to check."""
         every = len({t.label for t in state.topics})
-        return (_chain(best.trail) in state.named and best.topics == every
+        return (_on_named_chain(best.trail, state) and best.topics == every
                 and not state.conditions and not _VALUE_WORDS.search(state.question))
 
     def _answer(self, state: WalkState) -> tuple[list[str], list[str]]:
@@ -573,9 +576,21 @@ class KGQA(KGProgram):
         return answers[: state.config.max_answers], paths
 
 
+def hop_relation(target: str) -> str:
+    """The relation words a plan's hop names: "movie (written by)" -> "written by"; a hop without
+    them names its relation by its kind ("capital")."""
+    inside = target.split("(", 1)[1].rsplit(")", 1)[0].strip() if "(" in target else ""
+    return inside or target
+
+
 def hop_kind(target: str) -> str:
     """The kind a plan's hop names (hops are written `kind (relation words)`): "movie (directed by)" -> "movie"."""
     return target.split("(", 1)[0].strip()
+
+
+def _on_named_chain(trail: Trail, state: WalkState) -> bool:
+    """The trail followed the relation prune's choices to the relation the plan's last hop names."""
+    return trail.score >= 1.0 and _chain(trail) in state.named
 
 
 def _chain(trail: Trail) -> tuple[str, ...]:

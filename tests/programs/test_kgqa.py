@@ -129,6 +129,26 @@ def test_a_plan_that_names_its_last_relation_needs_no_sufficiency_or_extraction_
     assert calls(lm) == ["topic_kind", "relevant_facts", "extracted_answers"] and statuses(pred.trace)["extraction"] == ["ran"]
 
 
+@pytest.mark.parametrize("target,words", [("movie (written by)", "written by"), ("capital", "capital"), ("actor ()", "actor ()")])
+def test_a_plan_s_hop_names_its_relation_in_parentheses(target, words):
+    from kgqa.programs.kgqa import hop_relation
+
+    assert hop_relation(target) == words
+
+
+def test_three_hops_by_the_relations_the_plan_names_answer_every_end_of_that_chain_only(tmp_path):
+    # Nikita wrote Burnt and Barber and directed Barber and Other (with Ivan): the writer's films'
+    # directors are Nikita alone; Ivan is reached only through a film Nikita directed, not wrote
+    kg = _metaqa_kg(tmp_path, ("Burnt", "written_by", "Nikita"), ("Barber", "written_by", "Nikita"), ("Barber", "directed_by", "Nikita"),
+                    ("Other", "directed_by", "Nikita"), ("Other", "directed_by", "Ivan"))
+    plan = {"topic_kind": "movie", "answer_kind": "director", "answer_constraints": [],
+            "hop_targets": ["writer (written by)", "movie (written by)", "director (directed by)"]}
+    lm = oracle([], topic_kind=lambda i: plan)
+    pred = ask(kg, lm, "who directed the films written by the writer of [Burnt]")
+    assert pred.answers == ["Nikita"] and "relations_to_follow" not in calls(lm)  # every hop's target named its relation
+    assert pred.trace.walk[1]["target"] == "movie (written by)"
+
+
 def test_depth_caps_the_walk(kg, ids):
     lm = oracle(["film.film.directed_by", "people.person.place_of_birth"])
     pred = ask(kg, lm, "Where was the director of Parasite born?", [ids["Parasite"]], depth=1)
