@@ -199,11 +199,11 @@ def topic_chooser(args, kg: KnowledgeGraph, linker: Linker, train: list[dspy.Exa
     from kgqa.lm.adapter import ConstrainedJSONAdapter
     from kgqa.optimizers.labels import topic_demos
     from kgqa.optimizers.teleprompters import Budget
-    from kgqa.programs import KGQA
+    from kgqa.programs import KGQA, WalkConfig
     from kgqa.specs import make_lm
 
     dspy.configure(lm=make_lm(args.lm), adapter=ConstrainedJSONAdapter())
-    program = KGQA(kg)
+    program = KGQA(kg, config=WalkConfig(topic_choice=True))
     program.linker = linker
     start = time.perf_counter()
     program.choose_topics.demos = topic_demos(program, train, limit=Budget().topic_demos)

@@ -70,6 +70,8 @@ def _walk_config(args: argparse.Namespace, base: dict | None = None):
     for name in ("depth", "beam_width", "max_llm_calls"):
         if getattr(args, name, None) is not None:
             knobs[name] = getattr(args, name)
+    if getattr(args, "topic_choice", False):
+        knobs["topic_choice"] = True
     for step in getattr(args, "off", None) or ():
         knobs[step] = False
     return WalkConfig(**knobs)
@@ -240,6 +242,8 @@ def _common(parser: argparse.ArgumentParser, *, lm_default: str | None = "local"
     parser.add_argument("--off", action="append", choices=STEPS, metavar="STEP",
                         help=f"switch a step off (repeatable): {', '.join(STEPS)}")
     parser.add_argument("--max-llm-calls", type=int, help=f"LLM calls per question at most (default {WalkConfig.max_llm_calls})")
+    parser.add_argument("--topic-choice", action="store_true",
+                        help="for questions without ids, let the model choose among plausible topic entities (off by default)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--verbose", "-v", action="count", default=0, help="log what kgqa does (-v: steps, -vv: every decision)")
 

@@ -58,3 +58,12 @@ def test_ask_exits_non_zero_when_the_lm_stops_answering(tmp_path, demo_store):
                   "py:tests.programs.oracle:lm_down_after_check")
     assert result.returncode == 1 and "answers:" not in result.stdout
     assert "no answer (lm_error): the LM scripted/kgqa did not answer: ConnectionRefusedError" in result.stderr
+
+
+def test_walk_options_reach_the_walk_config():
+    from kgqa.cli import _walk_config, build_parser
+
+    args = build_parser().parse_args(["ask", "who directed Heat", "--program", "p", "--topic-choice", "--off", "memory_update", "--depth", "2"])
+    config = _walk_config(args)
+    assert config.topic_choice and not config.memory_update and config.depth == 2
+    assert not _walk_config(build_parser().parse_args(["ask", "who directed Heat", "--program", "p"])).topic_choice  # off by default

@@ -484,7 +484,7 @@ def test_answers_every_topic_entity_reaches_rank_first(tmp_path):
 def test_a_question_without_ids_has_its_topic_chosen_among_plausible_candidates(kg, ids):
     # "Austria" names Austria exactly and Australia nearly: the model is shown both, with their relations
     lm = oracle(["location.country.capital"], entities_meant=lambda i: {"entities_meant": [c for c in i["candidate_entities"] if c.startswith("Australia")]})
-    pred = ask(kg, lm, "What is the capital of Austria?")
+    pred = ask(kg, lm, "What is the capital of Austria?", topic_choice=True)
     (call,) = [i for key, i in lm.scripted.calls if key == "entities_meant"]
     assert [c.split(" (")[0] for c in call["candidate_entities"]] == ["Austria", "Australia"]
     assert all(": " in c and "country capital" in c for c in call["candidate_entities"])  # what the graph relates each to
@@ -492,9 +492,9 @@ def test_a_question_without_ids_has_its_topic_chosen_among_plausible_candidates(
     assert statuses(pred.trace)["topic_choice"] == ["ran"] and calls(lm)[0] == "entities_meant"
     # an unusable choice falls back to the linker's; given topics and a switch skip the step
     lm = oracle(["location.country.capital"], entities_meant=lambda i: {"entities_meant": ["Atlantis"]})
-    pred = ask(kg, lm, "What is the capital of Austria?")
+    pred = ask(kg, lm, "What is the capital of Austria?", topic_choice=True)
     assert pred.trace.topic_names == ["Austria"] and statuses(pred.trace)["topic_choice"] == ["fell_back"]
-    for topics, walk in (([ids["Parasite"]], {}), (None, {"topic_choice": False})):
+    for topics, walk in (([ids["Parasite"]], {"topic_choice": True}), (None, {})):  # off by default
         lm = oracle(["location.country.capital"])
         pred = ask(kg, lm, "What is the capital of Austria?", topics, **walk)
         assert "entities_meant" not in calls(lm)
@@ -504,12 +504,12 @@ def test_a_question_without_ids_has_its_topic_chosen_among_plausible_candidates(
 def test_a_question_is_linked_alone_as_the_walk_links_it(kg):
     lm = oracle([], entities_meant=lambda i: {"entities_meant": [c for c in i["candidate_entities"] if c.startswith("Australia")]})
     with dspy.context(lm=lm):
-        linking, trace = KGQA(kg).link_question("What is the capital of Austria?")
+        linking, trace = KGQA(kg, config=WalkConfig(topic_choice=True)).link_question("What is the capital of Austria?")
     assert [c.name for c in linking.linked] == ["Australia"] and trace.llm_calls == 1 and calls(lm) == ["entities_meant"]
 
 
 def test_one_plausible_topic_needs_no_choice(kg):
     lm = oracle(["film.film.directed_by"])
-    pred = ask(kg, lm, "Who directed Pulp Fiction?")
+    pred = ask(kg, lm, "Who directed Pulp Fiction?", topic_choice=True)
     assert "entities_meant" not in calls(lm) and pred.trace.topic_names == ["Pulp Fiction"]
     assert statuses(pred.trace)["topic_choice"] == ["skipped: 1 plausible candidate: the linker's choice"]
