@@ -8,7 +8,10 @@ seeded sample of dev rows disjoint from the scored ones (`--metaqa-train`), scor
 `--metaqa-per-hop` per hop. Per backend (the embedded store, and a real Virtuoso loaded with the
 same triples): precision and recall of the linked entities against the gold topic entities (micro,
 over all questions), the share linked exactly the gold set, with at least one gold entity, with
-nothing, the mean candidates offered and the mean seconds to link (index built beforehand).
+nothing, the mean candidates offered and the mean seconds to link (index built beforehand). Rows:
+`uncompiled` (match quality alone), `compiled` (with what the graph says about the candidates, one
+query a question), `compiled, no graph` (compiled and linking without those features) and
+`compiled, no lexicon`.
 
 `--end-to-end N --program DIR`: a compiled CWQ-mini program (its linker replaced by the one
 compiled here) answers the first N questions of the sample twice over the same store: with the
@@ -69,11 +72,13 @@ class Scored:
         return len(set(self.linked) & set(self.gold))
 
 
-def link_all(linker: Linker, index: NameIndex, rows: Sequence[tuple[str, str, list[str]]]) -> list[Scored]:
+def link_all(
+    linker: Linker, index: NameIndex, rows: Sequence[tuple[str, str, list[str]]], *, graph: KnowledgeGraph | None
+) -> list[Scored]:
     scored = []
     for id_, question, gold in rows:
         start = time.perf_counter()
-        linking: Linking = linker.link(question, index)
+        linking: Linking = linker.link(question, index, graph=graph)
         seconds = time.perf_counter() - start
         names = [c.name if c.name in gold else c.entity for c in linking.linked]
         scored.append(Scored(id_, question, gold, names, len(linking.candidates), seconds, linking.to_dict(shown=5)["candidates"]))
@@ -278,15 +283,18 @@ def main(argv: list[str] | None = None) -> int:
                     index = kg.name_index()
                     built = time.perf_counter() - start
                     start = time.perf_counter()
-                    linker = Linker.fit(train, index)
+                    linker = Linker.fit(train, index, graph=kg)
                     fitted = time.perf_counter() - start
                     unlexed = Linker.from_dict({**linker.to_dict(), "stats": {**linker.to_dict()["stats"], "lexicon": {}}})
+                    ungraphed = Linker.fit(train, index)
                     report.append(f"{dataset} on {backend}: {len(index):,} names indexed in {built:.1f} s; "
                                   f"linker compiled on {len(train):,} questions in {fitted:.1f} s (threshold {linker.threshold})")
                     print(report[-1], flush=True)
                     for name, examples in samples.items():
-                        for label, model in (("uncompiled", Linker()), ("compiled", linker), ("compiled, no lexicon", unlexed)):
-                            scored = link_all(model, index, as_rows(examples))
+                        linkers = (("uncompiled", Linker()), ("compiled", linker), ("compiled, no graph", ungraphed),
+                                   ("compiled, no lexicon", unlexed))
+                        for label, model in linkers:
+                            scored = link_all(model, index, as_rows(examples), graph=kg)
                             results[(dataset, backend, label, name)] = metrics(scored)
                             print(table({(dataset, backend, label, name): results[(dataset, backend, label, name)]}).splitlines()[-1], flush=True)
                             if backend == "embedded" and label == "compiled":

@@ -188,7 +188,7 @@ def fit_linker(linker: Linker, trainset: Sequence[dspy.Example], *, kg: Knowledg
     if kg is None:
         return linker
     try:
-        return Linker.fit(trainset, kg.name_index())
+        return Linker.fit(trainset, kg.name_index(), graph=kg)
     except (ValueError, KGError) as exc:
         log.warning("the entity linker stays untrained: %s", exc)
         return linker

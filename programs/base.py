@@ -170,7 +170,7 @@ class KGProgram(dspy.Module):
             linked = kg.link(bracketed)
             topics = [Node(e, name=label) for label in bracketed for e in linked[label]]
         else:
-            linking = self.linker.link(state.question, kg.name_index())
+            linking = self.linker.link(state.question, kg.name_index(), graph=kg)
             linking.linked = self._choose_topics(state, linking)
             state.trace.linking = linking.to_dict()
             topics = [Node(c.entity, name=c.name) for c in linking.linked]

@@ -21,14 +21,24 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kgqa.kg.names import STOPWORDS, Mention, NameIndex, plain, tokens
 
+if TYPE_CHECKING:
+    from kgqa.kg.graph import KnowledgeGraph
+
 HOWS = ("exact", "variant", "partial", "fuzzy", "lexicon")
+# What the graph says about a candidate (one query for all of a question's candidates): how many
+# relations it has (a country, a person and a film have many; a tag, a value or a schema node few),
+# and how much of the rest of the question its relations' words cover ("county" beside
+# location.us_county.*: the city, not the band named Houston).
+GRAPH_FEATURES = ("graph_relations", "question_in_relations")
 FEATURES = (
     "similarity", "span_words", "name_words", "coverage", "capitalised", "lower_case_question",
     "capitalised_in_cased_question", "question_share", "log_question_share", "link_prior", "entity_prior",
     "same_case", "stopword_span", "numeric_span", "inside_exact", "inside_any", "exact_capitalised", *(f"how_{h}" for h in HOWS),
+    *GRAPH_FEATURES,
 )
 LEXICON_MIN_QUESTIONS = 3
 LEXICON_MIN_PRECISION = 0.5
@@ -99,16 +109,21 @@ class Linker:
 
     # -- linking ----------------------------------------------------------------------------------
 
-    def link(self, question: str, index: NameIndex) -> Linking:
+    def link(self, question: str, index: NameIndex, *, graph: KnowledgeGraph | None = None) -> Linking:
+        """The question's topic entities. With `graph`, and a linker compiled with one, the candidates'
+        relations (one query) are features too; without one, those features count as average."""
         mentions = index.mentions(question)
-        candidates = self.candidates(question, mentions, index)
+        candidates = self.candidates(question, mentions, index, graph=graph if self.uses_graph else None)
         for candidate in candidates:
             candidate.score = self._score(candidate.features)
         candidates.sort(key=lambda c: (-c.score, c.entity))
         return Linking(mentions, candidates, self._choose(candidates))
 
-    def candidates(self, question: str, mentions: Sequence[Mention], index: NameIndex) -> list[Candidate]:
-        """One candidate per entity, by its best mention, plus lexicon entries the question triggers."""
+    def candidates(
+        self, question: str, mentions: Sequence[Mention], index: NameIndex, *, graph: KnowledgeGraph | None = None
+    ) -> list[Candidate]:
+        """One candidate per entity, by its best mention, plus lexicon entries the question triggers;
+        with `graph`, each with what its relations say (`GRAPH_FEATURES`)."""
         words, cased = tokens(question), _cased_tokens(question)
         capitals = [w[:1].isupper() for w in cased] if len(cased) == len(words) else None
         lower = float(question[1:] == question[1:].lower())
@@ -148,13 +163,16 @@ class Linker:
                 for entity, name in index.resolve(topic):
                     if entity not in best:
                         best[entity] = Candidate(entity, name, None, _lexicon_features(precision, name, lower, stats))
+        if graph is not None and best:
+            _add_graph_features(list(best.values()), words, graph)
         return list(best.values())
 
     def _score(self, features: dict[str, float]) -> float:
         if not self.trained:
             return _quality_of(features)
-        z = self.bias + sum(
-            weight * (features.get(name, 0.0) - self.means[name]) / self.scales[name] for name, weight in self.weights.items()
+        z = self.bias + sum(  # a feature not measured (no graph given) counts as average
+            weight * (features.get(name, self.means[name]) - self.means[name]) / self.scales[name]
+            for name, weight in self.weights.items()
         )
         return 1 / (1 + math.exp(-max(min(z, 50), -50)))
 
@@ -181,11 +199,15 @@ class Linker:
     # -- compiling --------------------------------------------------------------------------------
 
     @classmethod
-    def fit(cls, examples: Iterable, index: NameIndex, *, held_out: float = 0.3, seed: int = 0) -> Linker:
+    def fit(
+        cls, examples: Iterable, index: NameIndex, *, graph: KnowledgeGraph | None = None, held_out: float = 0.3,
+        seed: int = 0,
+    ) -> Linker:
         """Learn from training questions and their gold topic entities (`example.topic_entities`, ids or
         names): the counts, the lexicon, the model on `1 - held_out` of them, then the threshold that links
-        the exact gold set most often on the rest. Needs scikit-learn (a dependency of
-        sentence-transformers)."""
+        the exact gold set most often on the rest. With `graph`, the model weighs what the graph says
+        about candidates as well (`GRAPH_FEATURES`, one query a question); without, it leaves them out.
+        Needs scikit-learn (a dependency of sentence-transformers)."""
         import numpy as np
         from sklearn.linear_model import LogisticRegression
 
@@ -196,10 +218,11 @@ class Linker:
         cut = max(1, int(len(rows) * (1 - held_out)))
         fitting, tuning = rows[:cut], rows[cut:] or rows[:cut]
         linker = cls(stats=_count(fitting, index))
+        features = FEATURES if graph is not None else tuple(f for f in FEATURES if f not in GRAPH_FEATURES)
         table, labels = [], []
         for question, gold in fitting:
-            for candidate in linker.candidates(question, index.mentions(question), index):
-                table.append([candidate.features.get(name, 0.0) for name in FEATURES])
+            for candidate in linker.candidates(question, index.mentions(question), index, graph=graph):
+                table.append([candidate.features.get(name, 0.0) for name in features])
                 labels.append(candidate.entity in gold or candidate.name in gold)
         if len(set(labels)) < 2:
             raise ValueError("linking needs training questions whose topic entities are both found and not found among the candidates")
@@ -207,20 +230,27 @@ class Linker:
         means, scales = x.mean(axis=0), x.std(axis=0)
         scales[scales == 0] = 1.0
         model = LogisticRegression(max_iter=3000).fit((x - means) / scales, np.array(labels))
-        linker.weights = dict(zip(FEATURES, map(float, model.coef_[0])))
-        linker.means, linker.scales = dict(zip(FEATURES, map(float, means))), dict(zip(FEATURES, map(float, scales)))
+        linker.weights = dict(zip(features, map(float, model.coef_[0])))
+        linker.means, linker.scales = dict(zip(features, map(float, means))), dict(zip(features, map(float, scales)))
         linker.bias = float(model.intercept_[0])
-        linker.threshold = max((0.1, 0.2, 0.3, 0.4, 0.5, 0.6), key=lambda t: (linker._exact_rate(tuning, index, t), -abs(t - 0.5)))
+        tuned = [(gold, linker.link(question, index, graph=graph).candidates) for question, gold in tuning]
+        linker.threshold = max((0.1, 0.2, 0.3, 0.4, 0.5, 0.6), key=lambda t: (linker._exact_rate(tuned, t), -abs(t - 0.5)))
         return linker
 
-    def _exact_rate(self, rows: list[tuple[str, set[str]]], index: NameIndex, threshold: float) -> float:
+    @property
+    def uses_graph(self) -> bool:
+        """Whether compiling weighed what the graph says about candidates."""
+        return any(name in self.weights for name in GRAPH_FEATURES)
+
+    def _exact_rate(self, tuned: list[tuple[set[str], list[Candidate]]], threshold: float) -> float:
+        """The share of questions (gold topics, scored candidates best first) linked exactly at `threshold`."""
         saved, self.threshold = self.threshold, threshold
         try:
             hits = 0
-            for question, gold in rows:
-                linked = self.link(question, index).linked
+            for gold, candidates in tuned:
+                linked = self._choose(candidates)
                 hits += {c.entity for c in linked} == gold or {c.name for c in linked} == gold
-            return hits / len(rows)
+            return hits / len(tuned)
         finally:
             self.threshold = saved
 
@@ -289,13 +319,26 @@ def _count(rows: list[tuple[str, set[str]]], index: NameIndex) -> LinkStats:
 
 
 def _lexicon_features(precision: float, name: str, lower: float, stats: LinkStats) -> dict[str, float]:
-    features = dict.fromkeys(FEATURES, 0.0)
+    features = dict.fromkeys((f for f in FEATURES if f not in GRAPH_FEATURES), 0.0)
     features.update({
         "similarity": precision, "name_words": len(tokens(name)), "lower_case_question": lower,
         "log_question_share": math.log(1e-4), "link_prior": precision, "how_lexicon": 1.0,
         "entity_prior": _smoothed(stats.entity_gold.get(name, 0), stats.entity_seen.get(name, 0)),
     })
     return features
+
+
+def _add_graph_features(candidates: list[Candidate], words: Sequence[str], graph: KnowledgeGraph) -> None:
+    """`GRAPH_FEATURES` for every candidate, from one query for the relations around all of them."""
+    around = graph.relations([c.entity for c in candidates])
+    for candidate in candidates:
+        edges = around[candidate.entity]
+        relation_words = {w for edge in edges for w in re.split(r"[._/#:]+", edge.relation.lower()) if len(w) > 2}
+        prefixes = {w[:5] for w in relation_words}
+        span = set(range(*candidate.span)) if candidate.span else set()
+        rest = [w for i, w in enumerate(words) if i not in span and w not in STOPWORDS and len(w) > 2]
+        candidate.features["graph_relations"] = math.log1p(len({e.relation for e in edges}))
+        candidate.features["question_in_relations"] = sum(w[:5] in prefixes for w in rest) / len(rest) if rest else 0.0
 
 
 def _smoothed(gold: int, seen: int) -> float:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 
 import dspy
+import pyoxigraph as ox
 import pytest
 
 from kgqa.data.demo import split_path
 from kgqa.data.jsonl import load_jsonl
-from kgqa.kg import KnowledgeGraph
+from kgqa.kg import EmbeddedStore, KnowledgeGraph
 from kgqa.kg.names import NameIndex
 from kgqa.optimizers.teleprompters import Budget, compile_program
 from kgqa.programs import KGQA
@@ -93,6 +94,51 @@ def test_the_state_round_trips_through_json_and_a_bad_one_is_named(trained, inde
         Linker.from_dict({**state, "weights": {"os.system": 1.0}})
     with pytest.raises(ValueError, match="span_gold must map text to counts"):
         Linker.from_dict({**state, "stats": {**state["stats"], "span_gold": {"x": "many"}}})
+
+
+# -- what the graph says about candidates ----------------------------------------------------------
+
+TOWNS = ["Alder", "Birchwood", "Cedar Falls", "Dunmore", "Elmhurst", "Fairhaven", "Glenrock", "Hollis",
+         "Ivydale", "Juniper", "Kestrel", "Larkspur", "Milford", "Norwood", "Oakridge", "Pinecrest"]
+
+
+@pytest.fixture(scope="module")
+def homonyms() -> KnowledgeGraph:
+    """Every name is a town (in a county) and a band (with albums): the same words, told apart only
+    by their relations."""
+    ex, label = "http://example.org/", ox.NamedNode("http://www.w3.org/2000/01/rdf-schema#label")
+    triples = []
+    for i, name in enumerate(TOWNS):
+        town, band = ox.NamedNode(f"{ex}town{i}"), ox.NamedNode(f"{ex}band{i}")
+        triples += [ox.Triple(town, label, ox.Literal(name, language="en")), ox.Triple(band, label, ox.Literal(name, language="en")),
+                    ox.Triple(town, ox.NamedNode(ex + "location.county"), ox.NamedNode(f"{ex}county{i}")),
+                    ox.Triple(band, ox.NamedNode(ex + "music.artist.album"), ox.NamedNode(f"{ex}album{i}"))]
+    store = EmbeddedStore()
+    store.add_triples(triples)
+    return KnowledgeGraph(store, profile="generic")
+
+
+def homonym_rows(names: list[str]) -> list[dspy.Example]:
+    ex = "http://example.org/"
+    return [example(question, [f"{ex}{kind}{TOWNS.index(name)}"])
+            for name in names
+            for question, kind in ((f"what county is {name} in", "town"), (f"which albums did {name} record", "band"))]
+
+
+def test_compiling_with_the_graph_tells_homonyms_apart_by_their_relations(homonyms):
+    index = homonyms.name_index()
+    train, unseen = homonym_rows(TOWNS[:-2]), homonym_rows(TOWNS[-2:])
+    with_graph, without = Linker.fit(train, index, graph=homonyms), Linker.fit(train, index)
+    assert with_graph.uses_graph and not without.uses_graph
+    for row in unseen:
+        found = with_graph.link(row.question, index, graph=homonyms).linked
+        assert [c.entity for c in found] == row.topic_entities, row.question
+    # by its words alone the town and the band look the same: one name, one link, for both questions
+    blind = [{c.entity for c in without.link(row.question, index, graph=homonyms).linked} for row in unseen[:2]]
+    assert blind[0] == blind[1] and len(blind[0]) == 1
+    # asked without the graph, a linker compiled with it counts the graph's features as average
+    scores = {c.score for c in with_graph.link(unseen[0].question, index).candidates}
+    assert len(scores) == 1
 
 
 def test_fitting_needs_enough_questions_with_topics(index):
