@@ -34,12 +34,12 @@ HOWS = ("exact", "variant", "partial", "fuzzy", "lexicon")
 # and how much of the rest of the question its relations' words cover ("county" beside
 # location.us_county.*: the city, not the band named Houston).
 GRAPH_FEATURES = ("graph_relations", "question_in_relations")
-FEATURES = (
+MENTION_FEATURES = (  # what the mention looks like and what the training questions said of it
     "similarity", "span_words", "name_words", "coverage", "capitalised", "lower_case_question",
     "capitalised_in_cased_question", "question_share", "log_question_share", "link_prior", "entity_prior",
     "same_case", "stopword_span", "numeric_span", "inside_exact", "inside_any", "exact_capitalised", *(f"how_{h}" for h in HOWS),
-    *GRAPH_FEATURES,
 )
+FEATURES = (*MENTION_FEATURES, *GRAPH_FEATURES)
 LEXICON_MIN_QUESTIONS = 3
 LEXICON_MIN_PRECISION = 0.5
 KEPT_SHARE_MIN = 2  # n-grams seen in fewer training questions than this are not kept
@@ -218,7 +218,7 @@ class Linker:
         cut = max(1, int(len(rows) * (1 - held_out)))
         fitting, tuning = rows[:cut], rows[cut:] or rows[:cut]
         linker = cls(stats=_count(fitting, index))
-        features = FEATURES if graph is not None else tuple(f for f in FEATURES if f not in GRAPH_FEATURES)
+        features = FEATURES if graph is not None else MENTION_FEATURES
         table, labels = [], []
         for question, gold in fitting:
             for candidate in linker.candidates(question, index.mentions(question), index, graph=graph):
@@ -319,7 +319,7 @@ def _count(rows: list[tuple[str, set[str]]], index: NameIndex) -> LinkStats:
 
 
 def _lexicon_features(precision: float, name: str, lower: float, stats: LinkStats) -> dict[str, float]:
-    features = dict.fromkeys((f for f in FEATURES if f not in GRAPH_FEATURES), 0.0)
+    features = dict.fromkeys(MENTION_FEATURES, 0.0)
     features.update({
         "similarity": precision, "name_words": len(tokens(name)), "lower_case_question": lower,
         "log_question_share": math.log(1e-4), "link_prior": precision, "how_lexicon": 1.0,
