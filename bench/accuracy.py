@@ -5,7 +5,8 @@ MetaQA (`--dataset metaqa`, the default): a seeded sample of 1-, 2- and 3-hop de
 `cwq_mini_test` questions (ComplexWebQuestions in RoG's row format, `../shared/data/cwq_mini/`),
 over one store holding the graphs of every sampled row (they are cut from one union graph), with
 the ceiling `answerable@3` (some answer within 3 undirected hops of a topic entity in the row's own
-graph) and Hits@1 per `compositionality_type`. Answered by:
+graph) and Hits@1 per `compositionality_type`; `--split dev` asks `cwq_mini_dev` questions outside
+the compile sample instead (sample "dev"): what a change of the walk is tuned on. Answered by:
 - llm-only: the LM from its own knowledge (no KG);
 - floor: no LM, every choice by embedding similarity, walked to the question's hop count on
   MetaQA (a floor told the depth), 2 hops on CWQ-mini;
@@ -128,15 +129,22 @@ def metaqa_bench(per_hop: int, train: int, seed: int, metaqa: Path) -> Bench:
     return Bench("metaqa", KnowledgeGraph(store, profile="metaqa"), test, trainset)
 
 
-def cwq_bench(size: int, train: int, seed: int, cwq: Path) -> Bench:
+def cwq_bench(size: int, train: int, seed: int, cwq: Path, *, split: str = "test") -> Bench:
     """`size` seeded `cwq_mini_test` questions and `train` seeded `cwq_mini_dev` questions, over
-    one store built from all their graphs (each row's graph is cut from the same union graph)."""
-    test = random.Random(seed).sample(list(load_rog(cwq / "cwq_mini_test.jsonl.gz")), size)
-    trainset = random.Random(f"compile-{seed}").sample(list(load_rog(cwq / "cwq_mini_dev.jsonl.gz")), train)
-    triples = dict.fromkeys(tuple(t) for ex in [*test, *trainset] for t in ex.graph)
+    one store built from all their graphs (each row's graph is cut from the same union graph).
+    `split="dev"`: the `size` questions are `cwq_mini_dev` rows outside the compile sample instead
+    (sample "dev"), what a change of the walk is tuned on before it meets the test questions."""
+    dev = list(load_rog(cwq / "cwq_mini_dev.jsonl.gz"))
+    trainset = random.Random(f"compile-{seed}").sample(dev, train)
+    if split == "dev":
+        taken = {ex.id for ex in trainset}
+        test = {"dev": random.Random(seed).sample([ex for ex in dev if ex.id not in taken], size)}
+    else:
+        test = {"test": random.Random(seed).sample(list(load_rog(cwq / "cwq_mini_test.jsonl.gz")), size)}
+    triples = dict.fromkeys(tuple(t) for ex in [*test[split], *trainset] for t in ex.graph)
     store = EmbeddedStore()
     store.add_triples(graph_triples(triples))
-    return Bench("cwq-mini", KnowledgeGraph(store, profile=ROG), {"test": test}, trainset)
+    return Bench("cwq-mini", KnowledgeGraph(store, profile=ROG), test, trainset)
 
 
 def answerable(example: dspy.Example, hops: int = 3) -> bool:
@@ -283,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--metaqa", type=Path, default=METAQA)
     parser.add_argument("--cwq-mini", type=Path, default=CWQ_MINI)
     parser.add_argument("--out", type=Path, help="results directory (default: bench/results/{accuracy,cwq-mini}-LM[-seedN])")
+    parser.add_argument("--split", choices=("test", "dev"), default="test",
+                        help="CWQ-mini: test questions, or dev questions outside the compile sample (to tune on)")
     parser.add_argument("--samples", help="only these samples, comma-separated (MetaQA: 1hop,2hop,3hop; CWQ-mini: test)")
     parser.add_argument("--report", action="store_true", help="write the table and plot from the records so far; run nothing")
     args = parser.parse_args(argv)
@@ -297,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.dataset == "metaqa":
         bench = metaqa_bench(args.per_hop, args.train, args.seed, args.metaqa)
     else:
-        bench = cwq_bench(args.per_hop, args.train, args.seed, args.cwq_mini)
+        bench = cwq_bench(args.per_hop, args.train, args.seed, args.cwq_mini, split=args.split)
     if args.samples:
         wanted = args.samples.split(",")
         if set(wanted) - set(bench.test):

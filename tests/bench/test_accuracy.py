@@ -23,3 +23,17 @@ def test_an_ablation_keeps_the_records_where_its_step_only_skipped(tmp_path):
     assert sorted(kept) == ["a", "e"] and all(r["reused"] == "bootstrap" for r in kept.values())
     # the relation prune's skips still choose a chain: nothing is kept for its ablation
     assert reuse_skipped(tmp_path, "bootstrap-no-relation-prune", "test", ids=sample) == 0
+
+
+def test_the_dev_split_asks_dev_questions_the_program_was_not_compiled_on(shared_data):
+    from bench.accuracy import cwq_bench
+
+    dev = cwq_bench(8, 20, 0, shared_data / "cwq_mini", split="dev")
+    test = cwq_bench(8, 20, 0, shared_data / "cwq_mini")
+    asked, compiled_on = {ex.id for ex in dev.test["dev"]}, {ex.id for ex in dev.train}
+    assert list(dev.test) == ["dev"] and len(asked) == 8
+    assert not asked & compiled_on
+    assert compiled_on == {ex.id for ex in test.train}  # the same compile sample as the test run's
+    assert not asked & {ex.id for ex in test.test["test"]}
+    linked = dev.kg.link(ex.topic_entities[0] for ex in dev.test["dev"])  # their graphs are in the store
+    assert all(linked.get(ex.topic_entities[0]) for ex in dev.test["dev"])
