@@ -31,6 +31,9 @@ class WalkConfig:
     sufficiency_shown: best paths shown to the answer sufficiency step.
     facts_shown, facts_kept: facts about the candidates offered to the fact filter, and kept at most.
     choices_shown: candidate answers shown to path answer extraction (best ranked first).
+    agreed_answers: when some candidates are reached from more than one topic entity, extraction
+        (and the fact filter) sees only those reached from the most: a conjunction's answer meets
+        every entity the question names. One such candidate answers without a call.
     answers_chosen: candidate answers extraction may choose; each brings the other ends of its chain.
     answer_paths: reasoning paths returned with the answers (best first).
     max_answers: answers returned at most.
@@ -66,6 +69,7 @@ class WalkConfig:
     facts_shown: int = 15
     facts_kept: int = 4
     choices_shown: int = 10
+    agreed_answers: bool = True
     answers_chosen: int = 3
     answer_paths: int = 5
     max_answers: int = 50
@@ -86,7 +90,7 @@ class WalkConfig:
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
-            if name in STEPS or name == "topic_choice":
+            if name in STEPS or name in {"topic_choice", "agreed_answers"}:
                 if not isinstance(value, bool):
                     raise ValueError(f"{name} must be true or false, got {value!r}")
             elif name in {"snap_cutoff", "clear_similarity", "clear_margin"}:

@@ -21,7 +21,7 @@
 | fact filter | `_filter_facts` | `filter_facts` | `FilterFacts` | signatures/facts.py | the question sets no condition; no facts about the candidates |
 | memory update | `_update_memory` | `update_memory` | `UpdateMemory` | signatures/memory.py | the question names one entity |
 | answer sufficiency | `_go_further` | `check_sufficiency` | `CheckSufficiency` | signatures/answer.py | at the deepest hop; extensions used up; the walk already went past the plan; nothing reached; the best path goes by the relation the plan's last hop names |
-| path answer extraction | `_extract` | `extract_answers` | `ExtractAnswers` | signatures/answer.py | one candidate, or one relation chain; the question sets no condition and the best path, from every topic entity, goes by the relation the plan's last hop names |
+| path answer extraction | `_extract` | `extract_answers` | `ExtractAnswers` | signatures/answer.py | one candidate, or one relation chain; one candidate reached from more topic entities than any other; the question sets no condition and the best path, from every topic entity, goes by the relation the plan's last hop names |
 | reflection | `_reflect` | `reflect` | `Reflect` | signatures/reflect.py | no dead end |
 
 Every step can be switched off (`WalkConfig`), and the trace records, for each step, whether it ran,
@@ -164,7 +164,8 @@ class KGQA(KGProgram):
         candidates' labels (`candidates`); None when the walk reaches nothing. What compiling
         labels with the gold answers."""
         state = self._new_state(question)
-        candidates = self._retrieve(state, topic_entities)[: self.config.choices_shown]
+        candidates = self._retrieve(state, topic_entities)
+        candidates = self._answer_choices(state, candidates) if candidates else []
         if not candidates:
             return None
         return {"candidate_paths": [c.path for c in candidates], "known_facts": list(state.facts),
@@ -433,7 +434,7 @@ class KGQA(KGProgram):
             return state.trace.record("fact_filter", "skipped", "switched off")
         if not state.conditions and not _VALUE_WORDS.search(state.question):
             return state.trace.record("fact_filter", "skipped", "the question sets no condition")
-        offered = self._facts(state, candidates[: state.config.choices_shown])
+        offered = self._facts(state, self._answer_choices(state, candidates))
         if not offered:
             return state.trace.record("fact_filter", "skipped", "no facts about the candidates")
         fallbacks = state.trace.fallbacks
@@ -525,11 +526,14 @@ class KGQA(KGProgram):
         """Path answer extraction: the model chooses among the first `choices_shown` candidates, each
         shown with its path (and the kept facts and notes); each chosen answer brings the other ends
         of its relation chain that as many topic entities reach. True if the model chose."""
-        shown = candidates[: state.config.choices_shown]
+        shown = self._answer_choices(state, candidates)
         state.trace.candidates = [c.label for c in shown]
         chosen, extracted = [shown[0]], False
         if not state.config.extraction:
             state.trace.record("extraction", "skipped", "switched off: the first ranked")
+        elif len(shown) == 1 and shown[0].topics > 1:
+            state.trace.record("extraction", "skipped", f"one candidate is reached from {shown[0].topics} topic entities, "
+                               "more than any other: it answers")
         elif len({_chain(c.trail)[1:] for c in shown}) == 1:
             state.trace.record("extraction", "skipped", "one relation chain: every end answers")
         elif self._plain_answer(state, shown[0]):
@@ -556,6 +560,16 @@ class KGQA(KGProgram):
             final += sorted(same, key=lambda t: rank[render.node_label(t.end)])
         state.final = final
         return extracted
+
+    def _answer_choices(self, state: WalkState, candidates: list[Candidate]) -> list[Candidate]:
+        """The candidates extraction chooses among (and the fact filter reads about): the first
+        `choices_shown` ranked; when some are reached from more than one topic entity, only those
+        reached from the most (a conjunction's answer meets every entity the question names, and the
+        ranking puts them first). `agreed_answers` off: the first ranked, whoever reaches them."""
+        most = candidates[0].topics if candidates else 0
+        if state.config.agreed_answers and most > 1:
+            candidates = [c for c in candidates if c.topics == most]
+        return candidates[: state.config.choices_shown]
 
     def _plain_answer(self, state: WalkState, best: Candidate) -> bool:
         """Extraction has nothing to decide: the best candidate is reached by the relation the plan's

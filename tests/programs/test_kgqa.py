@@ -65,7 +65,8 @@ def test_a_step_switched_off_makes_no_call_and_the_trace_says_so(kg, ids, step):
     handlers = {"relation_prune": "relations_to_follow", "entity_prune": "entities_to_keep", "fact_filter": "relevant_facts",
                 "memory_update": "memory_notes", "sufficiency": "evidence_sufficient", "extraction": "extracted_answers"}
     question, topics = "Which films released before 2000 did James Cameron and Kate Winslet make?", [ids["James Cameron"], ids["Titanic"]]
-    walk = {"entities_per_relation": 1, "min_depth": 1, "depth": 3, "clear_similarity": 1.0}
+    # every candidate shown, whoever reaches it: the one both topics reach has no facts to filter
+    walk = {"entities_per_relation": 1, "min_depth": 1, "depth": 3, "clear_similarity": 1.0, "agreed_answers": False}
     every = oracle(["film.film.directed_by (reverse)"], hops=2, conditions=["released before 2000"])
     ask(kg, every, question, topics, **walk)
     lm = oracle(["film.film.directed_by (reverse)"], hops=2, conditions=["released before 2000"])
@@ -479,6 +480,28 @@ def test_answers_every_topic_entity_reaches_rank_first(tmp_path):
     pred = ask(kg, lm, "which city is home to [Lala] and [Seymour]", extraction=False)
     assert pred.trace.candidates[0] == "Brooklyn" and pred.answers[0] == "Brooklyn"
     assert pred.paths[0].endswith("-> lived_in -> Brooklyn\n# Answer:\nBrooklyn")
+
+
+def test_extraction_chooses_among_the_answers_every_topic_entity_reaches(tmp_path):
+    # "which film did Ang make with Jim": each reaches several films by several relations, two are
+    # reached from both; extraction is shown those two only, and one reached from both needs no call
+    kg = _metaqa_kg(tmp_path, ("Ang", "directed", "Hulk"), ("Ang", "produced", "Lust"), ("Ang", "directed", "Eat"),
+                    ("Jim", "wrote", "Hulk"), ("Jim", "edited", "Lust"), ("Jim", "wrote", "Ride"))
+    relations = ["directed", "produced", "wrote", "edited"]
+    lm = oracle(relations, hops=1, extracted_answers=lambda i: {"extracted_answers": ["Lust"]})
+    pred = ask(kg, lm, "which film did [Ang] make with [Jim]")
+    (shown,) = [i["candidate_paths"] for key, i in lm.scripted.calls if key == "extracted_answers"]
+    assert sorted(path.rsplit(" -> ", 1)[-1] for path in shown) == ["Hulk", "Lust"] == sorted(pred.trace.candidates)
+    assert pred.answers[0] == "Lust" and "Eat" not in pred.answers and "Ride" not in pred.answers
+    every = ask(kg, oracle(relations, hops=1), "which film did [Ang] make with [Jim]", agreed_answers=False)
+    assert {"Eat", "Ride"} <= set(every.trace.candidates)  # switched off: every candidate, whoever reaches it
+
+    (tmp_path / "one").mkdir()
+    one = _metaqa_kg(tmp_path / "one", ("Ang", "directed", "Hulk"), ("Ang", "produced", "Eat"), ("Jim", "wrote", "Hulk"), ("Jim", "edited", "Ride"))
+    lm = oracle(relations, hops=1)
+    pred = ask(one, lm, "which film did [Ang] make with [Jim]")
+    assert pred.answers == ["Hulk"] and "extracted_answers" not in calls(lm)
+    assert statuses(pred.trace)["extraction"] == ["skipped: one candidate is reached from 2 topic entities, more than any other: it answers"]
 
 
 def test_a_question_without_ids_has_its_topic_chosen_among_plausible_candidates(kg, ids):
