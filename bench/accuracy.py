@@ -293,13 +293,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="results directory (default: bench/results/{accuracy,cwq-mini}-LM[-seedN])")
     parser.add_argument("--split", choices=("test", "dev"), default="test",
                         help="CWQ-mini: test questions, or dev questions outside the compile sample (to tune on)")
-    parser.add_argument("--samples", help="only these samples, comma-separated (MetaQA: 1hop,2hop,3hop; CWQ-mini: test)")
+    parser.add_argument("--samples", help="only these samples, comma-separated (MetaQA: 1hop,2hop,3hop; CWQ-mini: test or dev)")
     parser.add_argument("--report", action="store_true", help="write the table and plot from the records so far; run nothing")
     args = parser.parse_args(argv)
     systems = [s for s in args.systems.split(",") if s]
     unknown = set(systems) - set(SYSTEMS)
     if unknown:
         parser.error(f"unknown systems {sorted(unknown)}; choose from {', '.join(SYSTEMS)}")
+    if args.split == "dev" and args.dataset != "cwq-mini":
+        parser.error("--split dev is for --dataset cwq-mini (MetaQA's samples are dev questions already)")
     args.train = args.train or TRAIN[args.dataset]
     seeded = f"-seed{args.seed}" if args.seed else ""
     prefix = "accuracy" if args.dataset == "metaqa" else args.dataset

@@ -164,8 +164,7 @@ class KGQA(KGProgram):
         candidates' labels (`candidates`); None when the walk reaches nothing. What compiling
         labels with the gold answers."""
         state = self._new_state(question)
-        candidates = self._retrieve(state, topic_entities)
-        candidates = self._answer_choices(state, candidates) if candidates else []
+        candidates = self._answer_choices(state, self._retrieve(state, topic_entities))
         if not candidates:
             return None
         return {"candidate_paths": [c.path for c in candidates], "known_facts": list(state.facts),
@@ -523,7 +522,7 @@ class KGQA(KGProgram):
         return not verdict
 
     def _extract(self, state: WalkState, candidates: list[Candidate]) -> bool:
-        """Path answer extraction: the model chooses among the first `choices_shown` candidates, each
+        """Path answer extraction: the model chooses among the answer choices (`_answer_choices`), each
         shown with its path (and the kept facts and notes); each chosen answer brings the other ends
         of its relation chain that as many topic entities reach. True if the model chose."""
         shown = self._answer_choices(state, candidates)

@@ -65,7 +65,8 @@ def test_a_step_switched_off_makes_no_call_and_the_trace_says_so(kg, ids, step):
     handlers = {"relation_prune": "relations_to_follow", "entity_prune": "entities_to_keep", "fact_filter": "relevant_facts",
                 "memory_update": "memory_notes", "sufficiency": "evidence_sufficient", "extraction": "extracted_answers"}
     question, topics = "Which films released before 2000 did James Cameron and Kate Winslet make?", [ids["James Cameron"], ids["Titanic"]]
-    # every candidate shown, whoever reaches it: the one both topics reach has no facts to filter
+    # every candidate shown, whoever reaches it: those both topics reach have one fact between them,
+    # kept without a call
     walk = {"entities_per_relation": 1, "min_depth": 1, "depth": 3, "clear_similarity": 1.0, "agreed_answers": False}
     every = oracle(["film.film.directed_by (reverse)"], hops=2, conditions=["released before 2000"])
     ask(kg, every, question, topics, **walk)
