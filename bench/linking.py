@@ -13,11 +13,15 @@ nothing, the mean candidates offered and the mean seconds to link (index built b
 query a question), `compiled, no graph` (compiled and linking without those features) and
 `compiled, no lexicon`.
 
+`--split dev`: for tuning the linker without looking at test questions. It is compiled on two thirds
+of the dev rows (a seeded shuffle) and scored on the other third; no test question is linked.
+
 `--end-to-end N --program DIR`: a compiled CWQ-mini program (its linker replaced by the one
 compiled here) answers the first N questions of the sample twice over the same store: with the
 rows' topic entities and without them (linked). Records are resumable JSONL; Hits@1 and F1 of both.
 
     .venv/bin/python -m bench.linking [--size 200] [--backends embedded,virtuoso]
+    .venv/bin/python -m bench.linking --split dev --datasets cwq-mini --backends embedded
     .venv/bin/python -m bench.linking --end-to-end 100 --program bench/results/cwq-mini-local/program-paths-bootstrap
 """
 
@@ -126,6 +130,18 @@ def cwq_rows(cwq: Path):
     test = list(load_rog(cwq / "cwq_mini_test.jsonl.gz"))
     triples = list(dict.fromkeys(t for ex in dev + test for t in ex.graph))
     return dev, test, list(graph_triples(triples))
+
+
+def cwq_split(dev: list[dspy.Example], test: list[dspy.Example], *, split: str, size: int, seed: int):
+    """The rows the linker is compiled on and the samples it is scored on. `test`: every dev row, then
+    a seeded sample of `size` test questions and all of them. `dev`: two thirds of the dev rows (a
+    seeded shuffle), then the other third."""
+    if split == "test":
+        return dev, {"sample": random.Random(seed).sample(test, size), "all test": test}
+    rows = list(dev)
+    random.Random(f"linking-dev-{seed}").shuffle(rows)
+    cut = len(rows) * 2 // 3
+    return rows[:cut], {"dev held out": rows[cut:]}
 
 
 def metaqa_rows(metaqa: Path, per_hop: int, train: int, seed: int):
@@ -246,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--metaqa-train", type=int, default=1500)
     parser.add_argument("--cwq-mini", type=Path, default=SHARED / "cwq_mini")
     parser.add_argument("--metaqa", type=Path, default=SHARED / "metaqa")
+    parser.add_argument("--split", choices=("test", "dev"), default="test", help="dev: CWQ-mini's linker compiled on "
+                        "two thirds of the dev rows and scored on the rest, for tuning (MetaQA's rows are dev already)")
     parser.add_argument("--end-to-end", type=int, default=0, help="questions answered with given and linked topics")
     parser.add_argument("--program", type=Path, help="a compiled CWQ-mini program for --end-to-end")
     parser.add_argument("--lm", default="local")
@@ -260,14 +278,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"backends are {', '.join(BACKENDS)}")
     if args.end_to_end and not args.program:
         parser.error("--end-to-end needs --program")
+    if args.end_to_end and args.split == "dev":
+        parser.error("--end-to-end answers test questions: leave out --split dev")
     args.out.mkdir(parents=True, exist_ok=True)
     results: dict = {}
     report = []
     dev, test, cwq_triples = cwq_rows(args.cwq_mini)
-    sample = random.Random(args.seed).sample(test, args.size)
+    cwq_train, cwq_samples = cwq_split(dev, test, split=args.split, size=args.size, seed=args.seed)
     m_train, m_scored, m_triples = metaqa_rows(args.metaqa, args.metaqa_per_hop, args.metaqa_train, args.seed)
     datasets = {
-        "cwq-mini": (cwq_triples, ROG, dev, {"sample": sample, "all test": test}),
+        "cwq-mini": (cwq_triples, ROG, cwq_train, cwq_samples),
         "metaqa": (m_triples, "metaqa", m_train, {f"{3 * args.metaqa_per_hop} dev, no brackets": m_scored}),
     }
     chosen = [d for d in args.datasets.split(",") if d]
@@ -311,13 +331,14 @@ def main(argv: list[str] | None = None) -> int:
                         write_records(args.out / f"links-{dataset}-topic-choice.jsonl", scored)
                         (args.out / f"wrong-{dataset}-topic-choice.md").write_text(wrong_links(scored, 20, args.seed))
                     if dataset == "cwq-mini" and backend == "embedded" and args.end_to_end:
-                        e2e = end_to_end(args, kg, linker, sample)
+                        e2e = end_to_end(args, kg, linker, samples["sample"])
                         (args.out / "end-to-end.md").write_text(e2e)
                         print(e2e, flush=True)
                 finally:
                     if server:
                         server.stop()
-    suffix = "" if chosen == list(datasets) and backends == list(BACKENDS) else "-" + "-".join(chosen + backends)
+    everything = chosen == list(datasets) and backends == list(BACKENDS) and args.split == "test"
+    suffix = "" if everything else "-" + "-".join(chosen + backends + ([args.split] if args.split == "dev" else []))
     (args.out / f"table{suffix}.md").write_text(table(results) + "\n" + "\n".join(f"- {line}" for line in report) + "\n")
     print(table(results))
     return 0
