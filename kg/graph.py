@@ -17,7 +17,7 @@ from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from kgqa.kg import queries
 from kgqa.kg.errors import InvalidTermError, KGError
-from kgqa.kg.names import NameIndex, TextSearchIndex
+from kgqa.kg.names import LabelVectors, NameIndex, TextSearchIndex
 from kgqa.kg.profiles import KGProfile, get_profile
 from kgqa.kg.terms import XSD, Direction, Node, RdfTerm, check_text, normalize_label
 
@@ -95,6 +95,7 @@ class KGStats:
 
 
 NAME_LOOKUPS = ("auto", "index", "search")  # how the linker finds names: see KnowledgeGraph.name_index
+MAX_VECTOR_NAMES = 300_000  # distinct names given sentence vectors (384 floats each: about 460 MB at most)
 
 
 class TooManyNames(KGError):
@@ -134,7 +135,7 @@ class KnowledgeGraph:
         self.max_neighbours = min(max_neighbours, max_rows - 1)
         self.scan_labels = scan_labels
         self.stats = KGStats()
-        self._name_index: dict[str, NameIndex] = {}  # built once, shared by every scoped view
+        self._name_index: dict[str, NameIndex | LabelVectors | TextSearchIndex] = {}  # built once, shared by every scoped view
 
     def __repr__(self) -> str:
         return f"KnowledgeGraph({self.backend.describe()}, profile={self.profile.name!r})"
@@ -327,12 +328,23 @@ class KnowledgeGraph:
                 found.append((entity, row["name"].value))
         return found
 
-    def name_index(self) -> NameIndex | TextSearchIndex:
+    def name_index(self, *, encode: Callable | None = None) -> NameIndex | LabelVectors | TextSearchIndex:
         """Where the linker finds the graph's names, once per client. `names="index"`: a `NameIndex`
         of every name, loaded from beside an on-disk store when it was built for the same triples,
         else built from `all_names` (and saved there). `names="search"`: a `TextSearchIndex` that asks
         the endpoint's text index per question. `"auto"`: the index, or the search when the graph
-        has too many names to hold."""
+        has too many names to hold. With `encode` (texts -> unit sentence vectors), a whole index
+        of at most `MAX_VECTOR_NAMES` distinct names also finds names by meaning (`LabelVectors`,
+        its vectors kept beside an on-disk store like the index)."""
+        index = self._plain_name_index()
+        if encode is None or not isinstance(index, NameIndex) or len(set(index._folded)) > MAX_VECTOR_NAMES:
+            return index
+        with _INDEX_LOCK:
+            if "vectors" not in self._name_index:
+                self._name_index["vectors"] = LabelVectors.build(index, encode, directory=getattr(self.backend, "path", None), stamp=self._stamp())
+            return self._name_index["vectors"]
+
+    def _plain_name_index(self) -> NameIndex | TextSearchIndex:
         with _INDEX_LOCK:
             if "index" not in self._name_index:
                 if self.names_lookup == "search":

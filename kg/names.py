@@ -6,6 +6,8 @@ under a token normal form, and answers `mentions(question)`: every span of the q
 some entity, each with the entity, the name it matched and how (`exact`, `variant`, `partial`,
 `fuzzy`). It is built once per store and saved beside it (`save`/`load`); which mentions are the
 question's topic entities is the linker's decision (`kgqa.programs.linking`), not the index's.
+`LabelVectors` adds the names' sentence vectors (built once per store and kept beside it too): a
+span written unlike any name in letters but like one in meaning finds it (`embedding`).
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ import os
 import re
 import unicodedata
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 INDEX_FILE = "names.json"
+VECTORS_FILE = "name_vectors.npz"
 VERSION = 1
 # Words that start no mention on their own: a name made of them only ("The", "Who") is matched only
 # exactly and in full.
@@ -89,8 +92,8 @@ class Mention:
     text: str  # the span, folded
     entity: str
     name: str
-    how: str  # exact | variant | partial | fuzzy
-    similarity: float  # 1.0 for exact; trigram similarity of span and name otherwise
+    how: str  # exact | variant | partial | fuzzy | embedding
+    similarity: float  # 1.0 for exact; cosine of the sentence vectors for embedding; trigram similarity otherwise
 
     def to_dict(self) -> dict:
         return {"span": self.text, "entity": self.entity, "name": self.name, "how": self.how,
@@ -202,6 +205,88 @@ class NameIndex:
         if not isinstance(data.get("names"), list) or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in data["names"]):
             return None
         return cls((e, n) for e, n in data["names"])
+
+
+class LabelVectors:
+    """A `NameIndex` that also finds names by meaning: every distinct folded name as a unit sentence
+    vector (`encode(texts)` gives one row per text), and each question span of up to
+    `EMBEDDED_SPAN` words that names nothing exactly matched against them by cosine. Other spans are
+    the index's. Same `mentions` and `resolve` as a `NameIndex`; `encode` is the caller's model, so
+    the graph layer holds no model of its own."""
+
+    EMBEDDED_SPAN = 4
+    PER_SPAN = 3  # nearest names kept per span
+    ENTITIES_PER_NAME = 5  # homonyms of a name kept per span
+
+    def __init__(self, index: NameIndex, vectors, encode: Callable[[Sequence[str]], object], *, cutoff: float = 0.75) -> None:
+        import numpy as np
+
+        self.index, self.encode, self.cutoff = index, encode, cutoff
+        self.texts = sorted(set(index._folded))
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.shape[0] != len(self.texts):
+            raise ValueError(f"{vectors.shape[0]} name vectors for {len(self.texts)} names")
+        self.vectors = vectors
+        self._named: dict[str, list[int]] = defaultdict(list)  # folded name -> (entity, name) pairs
+        for i, text in enumerate(index._folded):
+            self._named[text].append(i)
+
+    @classmethod
+    def build(cls, index: NameIndex, encode, *, directory: str | Path | None = None, stamp: str = "") -> LabelVectors:
+        """The vectors saved in `directory` for the same names (`stamp` and the name count), else
+        every name encoded (and saved there)."""
+        import numpy as np
+
+        texts = sorted(set(index._folded))
+        path = Path(directory) / VECTORS_FILE if directory else None
+        if path is not None and path.exists():
+            try:
+                with np.load(path, allow_pickle=False) as saved:
+                    if str(saved["stamp"]) == f"{VERSION}:{stamp}:{len(texts)}":
+                        return cls(index, saved["vectors"], encode)
+            except (OSError, ValueError, KeyError):
+                pass  # unreadable or another index's: encoded again below
+        vectors = np.asarray(encode(texts), dtype=np.float32) if texts else np.zeros((0, 1), dtype=np.float32)
+        if path is not None:
+            tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
+            np.savez(tmp, vectors=vectors, stamp=np.array(f"{VERSION}:{stamp}:{len(texts)}"))
+            tmp.replace(path)
+        return cls(index, vectors, encode)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def resolve(self, entity_or_name: str) -> list[tuple[str, str]]:
+        return self.index.resolve(entity_or_name)
+
+    def mentions(self, question: str) -> list[Mention]:
+        """The index's mentions, and for each span naming nothing exactly (up to `EMBEDDED_SPAN` words,
+        not only stop words or digits) the names whose vectors are within `cutoff` of its own."""
+        import numpy as np
+
+        found = self.index.mentions(question)
+        named = {(m.start, m.end) for m in found if m.how in ("exact", "variant")}
+        words = tokens(question)
+        spans = [
+            (start, end) for start in range(len(words)) for end in range(start + 1, min(len(words), start + self.EMBEDDED_SPAN) + 1)
+            if (start, end) not in named and not all(t in STOPWORDS or t.isdigit() for t in words[start:end])
+        ]
+        if not spans or not len(self.texts):
+            return found
+        texts = [" ".join(words[start:end]) for start, end in spans]
+        scores = np.asarray(self.encode(texts), dtype=np.float32) @ self.vectors.T
+        kept = {(m.start, m.end, m.entity) for m in found}
+        extra = []
+        for (start, end), text, row in zip(spans, texts, scores):
+            for j in np.argsort(-row)[: self.PER_SPAN]:
+                if row[j] < self.cutoff:
+                    break
+                for i in self._named[self.texts[j]][: self.ENTITIES_PER_NAME]:
+                    entity, name = self.index.names[i]
+                    if (start, end, entity) not in kept:
+                        kept.add((start, end, entity))
+                        extra.append(Mention(start, end, text, entity, name, "embedding", float(row[j])))
+        return sorted([*found, *extra], key=lambda m: (m.start, -m.end, -m.similarity, m.entity))
 
 
 def search_words(question: str) -> list[str]:

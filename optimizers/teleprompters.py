@@ -168,7 +168,7 @@ def compile_program(
         # may show no 1-hop plan at all: the plan step gets a pool of gold plans of every length instead.
         compiled.plan.demos = plan_demos(trainset, per_depth=budget.plan_demos, kg=kg)
     if hasattr(compiled, "linker"):
-        compiled.linker = fit_linker(compiled.linker, trainset, kg=kg)
+        compiled.linker = fit_linker(compiled.linker, trainset, kg=kg, encode=compiled.embedder.encode)
     if budget.topic_demos and kg is not None and hasattr(compiled, "choose_topics"):
         # the topic choice, labeled by the gold topic entities: a pool of its choices on the trainset
         try:
@@ -182,13 +182,16 @@ def compile_program(
     return compiled
 
 
-def fit_linker(linker: Linker, trainset: Sequence[dspy.Example], *, kg: KnowledgeGraph | None) -> Linker:
+def fit_linker(
+    linker: Linker, trainset: Sequence[dspy.Example], *, kg: KnowledgeGraph | None, encode: Callable | None = None
+) -> Linker:
     """The linker of questions without ids, learned from the trainset's gold topic entities over the
-    program's graph; the one given when there is no such graph or too few such questions."""
+    program's graph (with `encode`, its names' sentence vectors too); the one given when there is no
+    such graph or too few such questions."""
     if kg is None:
         return linker
     try:
-        return Linker.fit(trainset, kg.name_index(), graph=kg)
+        return Linker.fit(trainset, kg.name_index(encode=encode), graph=kg)
     except (ValueError, KGError) as exc:
         log.warning("the entity linker stays untrained: %s", exc)
         return linker

@@ -170,11 +170,15 @@ class KGProgram(dspy.Module):
             linked = kg.link(bracketed)
             topics = [Node(e, name=label) for label in bracketed for e in linked[label]]
         else:
-            linking = self.linker.link(state.question, kg.name_index(), graph=kg)
+            linking = self.linker.link(state.question, self.names(kg), graph=kg)
             linking.linked = self._choose_topics(state, linking)
             state.trace.linking = linking.to_dict()
             topics = [Node(c.entity, name=c.name) for c in linking.linked]
         return topics, None if topics else "no entity of the question was found in the KG by its name"
+
+    def names(self, kg: KnowledgeGraph):
+        """Where the linker finds the graph's names: with their sentence vectors when it was compiled with them."""
+        return kg.name_index(encode=self.embedder.encode if self.linker.uses_vectors else None)
 
     def _choose_topics(self, state: WalkState, linking: Linking) -> list[LinkCandidate]:
         """The topic entities among the linker's candidates: here, the linker's own choice."""

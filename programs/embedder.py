@@ -13,6 +13,7 @@ class Embedder:
     """
 
     CACHE_SIZE = 50_000  # vectors kept; the cache starts over past it
+    BULK = 1_000  # texts encoded without the cache
 
     def __init__(self, model_path: str | None = None) -> None:
         self._model_path = model_path
@@ -43,6 +44,13 @@ class Embedder:
             return []
         vectors = self._vectors([query, *texts])
         return [float(score) for score in vectors[1:] @ vectors[0]]
+
+    def encode(self, texts: Sequence[str]):
+        """Unit vectors of `texts`, one row each: a question's few spans through the cache, a graph's
+        names (more than `BULK` texts) straight through."""
+        if len(texts) > self.BULK:
+            return self.model.encode(list(texts), normalize_embeddings=True, convert_to_numpy=True, batch_size=256)
+        return self._vectors(texts)
 
     def _vectors(self, texts: Sequence[str]):
         """Unit vectors of `texts`; each text is encoded once (relation labels and demo questions recur)."""

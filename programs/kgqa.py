@@ -175,7 +175,7 @@ class KGQA(KGProgram):
         """A question without ids linked as the walk links it (the linker, then the topic choice),
         with the trace of it (LLM calls, the choice's outcome): what `bench.linking` scores."""
         state = self._new_state(question)
-        linking = self.linker.link(question, state.kg.name_index(), graph=state.kg)
+        linking = self.linker.link(question, self.names(state.kg), graph=state.kg)
         with dspy.track_usage() as usage:
             linking.linked = self._choose_topics(state, linking)
         state.trace.input_tokens, state.trace.output_tokens = token_totals(usage)
@@ -186,7 +186,7 @@ class KGQA(KGProgram):
         and the linker's candidates behind them (`candidates`); None when it would not be asked.
         What compiling labels with the gold topic entities."""
         state = self._new_state(question)
-        plausible = self.linker.plausible(self.linker.link(question, state.kg.name_index(), graph=state.kg))
+        plausible = self.linker.plausible(self.linker.link(question, self.names(state.kg), graph=state.kg))
         if len(plausible) <= 1:
             return None
         return {"candidate_entities": self.topic_labels(state, plausible), "candidates": plausible}

@@ -23,12 +23,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kgqa.kg.names import STOPWORDS, Mention, NameIndex, plain, tokens
+from kgqa.kg.names import STOPWORDS, LabelVectors, Mention, NameIndex, plain, tokens
 
 if TYPE_CHECKING:
     from kgqa.kg.graph import KnowledgeGraph
 
-HOWS = ("exact", "variant", "partial", "fuzzy", "lexicon")
+HOWS = ("exact", "variant", "partial", "fuzzy", "embedding", "lexicon")
 # What the graph says about a candidate (one query for all of a question's candidates): how many
 # relations it has (a country, a person and a film have many; a tag, a value or a schema node few),
 # and how much of the rest of the question its relations' words cover ("county" beside
@@ -109,7 +109,7 @@ class Linker:
 
     # -- linking ----------------------------------------------------------------------------------
 
-    def link(self, question: str, index: NameIndex, *, graph: KnowledgeGraph | None = None) -> Linking:
+    def link(self, question: str, index: NameIndex | LabelVectors, *, graph: KnowledgeGraph | None = None) -> Linking:
         """The question's topic entities. With `graph`, and a linker compiled with one, the candidates'
         relations (one query) are features too; without one, those features count as average."""
         mentions = index.mentions(question)
@@ -120,7 +120,7 @@ class Linker:
         return Linking(mentions, candidates, self._choose(candidates))
 
     def candidates(
-        self, question: str, mentions: Sequence[Mention], index: NameIndex, *, graph: KnowledgeGraph | None = None
+        self, question: str, mentions: Sequence[Mention], index: NameIndex | LabelVectors, *, graph: KnowledgeGraph | None = None
     ) -> list[Candidate]:
         """One candidate per entity, by its best mention, plus lexicon entries the question triggers;
         with `graph`, each with what its relations say (`GRAPH_FEATURES`)."""
@@ -200,7 +200,7 @@ class Linker:
 
     @classmethod
     def fit(
-        cls, examples: Iterable, index: NameIndex, *, graph: KnowledgeGraph | None = None, held_out: float = 0.3,
+        cls, examples: Iterable, index: NameIndex | LabelVectors, *, graph: KnowledgeGraph | None = None, held_out: float = 0.3,
         seed: int = 0,
     ) -> Linker:
         """Learn from training questions and their gold topic entities (`example.topic_entities`, ids or
@@ -218,7 +218,10 @@ class Linker:
         cut = max(1, int(len(rows) * (1 - held_out)))
         fitting, tuning = rows[:cut], rows[cut:] or rows[:cut]
         linker = cls(stats=_count(fitting, index))
-        features = FEATURES if graph is not None else MENTION_FEATURES
+        features = [  # what cannot vary is left out: the graph's features without a graph, embedding matches without vectors
+            name for name in (FEATURES if graph is not None else MENTION_FEATURES)
+            if name != "how_embedding" or isinstance(index, LabelVectors)
+        ]
         table, labels = [], []
         for question, gold in fitting:
             for candidate in linker.candidates(question, index.mentions(question), index, graph=graph):
@@ -236,6 +239,12 @@ class Linker:
         tuned = [(gold, linker.link(question, index, graph=graph).candidates) for question, gold in tuning]
         linker.threshold = max((0.1, 0.2, 0.3, 0.4, 0.5, 0.6), key=lambda t: (linker._exact_rate(tuned, t), -abs(t - 0.5)))
         return linker
+
+    @property
+    def uses_vectors(self) -> bool:
+        """Whether compiling saw names found by their sentence vectors (an index with `LabelVectors`):
+        then linking asks for them too."""
+        return "how_embedding" in self.weights
 
     @property
     def uses_graph(self) -> bool:
@@ -284,7 +293,7 @@ class Linker:
         )
 
 
-def _count(rows: list[tuple[str, set[str]]], index: NameIndex) -> LinkStats:
+def _count(rows: list[tuple[str, set[str]]], index: NameIndex | LabelVectors) -> LinkStats:
     share, matched, gold_spans, seen, gold_entities, triggers = Counter(), Counter(), Counter(), Counter(), Counter(), Counter()
     for question, gold in rows:
         grams = _ngrams(tokens(question))

@@ -6,7 +6,7 @@ import pyoxigraph as ox
 import pytest
 
 from kgqa.kg import EmbeddedStore, KnowledgeGraph, SparqlEndpoint
-from kgqa.kg.names import INDEX_FILE, NameIndex, TextSearchIndex, search_words, tokens
+from kgqa.kg.names import INDEX_FILE, VECTORS_FILE, LabelVectors, NameIndex, TextSearchIndex, search_words, tokens
 
 NAMES = [
     ("m.1", "Monte Alto, São Paulo"), ("m.2", "Miley Cyrus"), ("m.3", "Tupac Shakur"), ("m.4", "J. R. R. Tolkien"),
@@ -66,6 +66,64 @@ def test_the_index_is_saved_beside_the_store_and_rebuilt_when_the_store_changes(
     store.add_triples([ox.Triple(ox.NamedNode(fb + "m.0d05w3"), name, ox.Literal("China", language="en"))])
     rebuilt = KnowledgeGraph(store, profile="freebase").name_index()
     assert ("m.0d05w3", "China") in rebuilt.names
+
+
+class CountingEncoder:
+    """The packaged sentence model, counting the texts it is asked to encode."""
+
+    def __init__(self) -> None:
+        from kgqa.programs.embedder import Embedder
+
+        self.embedder, self.texts = Embedder(), []
+
+    def __call__(self, texts):
+        self.texts += list(texts)
+        return self.embedder.encode(texts)
+
+
+@pytest.fixture(scope="module")
+def encoder() -> CountingEncoder:
+    return CountingEncoder()
+
+
+def test_label_vectors_find_names_written_unlike_them_in_letters(encoder):
+    index = NameIndex([("m.dodgers", "Los Angeles Dodgers"), ("m.miley", "Miley Cyrus"), ("m.song", "Song")])
+    vectors = LabelVectors.build(index, encoder)
+    question = "when did the dodgers last win, and which songs did miley cyrus sing"
+    assert "m.dodgers" not in {m.entity for m in index.mentions(question)}  # too few shared letters for trigrams
+    by_meaning = {(m.text, m.entity) for m in vectors.mentions(question) if m.how == "embedding"}
+    assert ("dodgers", "m.dodgers") in by_meaning
+    assert not any(text == "miley cyrus" for text, _ in by_meaning)  # a span named exactly is the index's alone
+    assert {m for m in index.mentions(question)} <= set(vectors.mentions(question))
+    assert vectors.resolve("m.song") == [("m.song", "Song")] and len(vectors) == len(index)
+
+
+def test_label_vectors_are_kept_beside_the_store_and_encoded_again_for_other_names(encoder, tmp_path):
+    index = NameIndex([("m.dodgers", "Los Angeles Dodgers"), ("m.song", "Song")])
+    LabelVectors.build(index, encoder, directory=tmp_path, stamp="first")
+    assert (tmp_path / VECTORS_FILE).is_file()
+    encoder.texts.clear()
+    loaded = LabelVectors.build(index, encoder, directory=tmp_path, stamp="first")
+    assert encoder.texts == [] and loaded.vectors.shape == (2, 384)  # read back, nothing encoded
+    LabelVectors.build(index, encoder, directory=tmp_path, stamp="second")
+    assert sorted(encoder.texts) == ["los angeles dodgers", "song"]  # another store: encoded again
+    (tmp_path / VECTORS_FILE).write_bytes(b"damaged")
+    encoder.texts.clear()
+    LabelVectors.build(index, encoder, directory=tmp_path, stamp="second")
+    assert len(encoder.texts) == 2
+
+
+def test_a_graph_gives_its_names_vectors_when_asked_and_keeps_them_beside_the_store(encoder, tmp_path):
+    store = EmbeddedStore.open(tmp_path / "store", create=True)
+    fb = "http://rdf.freebase.com/ns/"
+    name = ox.NamedNode(fb + "type.object.name")
+    store.add_triples([ox.Triple(ox.NamedNode(fb + "m.0dodgers"), name, ox.Literal("Los Angeles Dodgers", language="en"))])
+    kg = KnowledgeGraph(store, profile="freebase")
+    assert isinstance(kg.name_index(), NameIndex)  # not asked: no model, no vectors
+    vectors = kg.name_index(encode=encoder)
+    assert isinstance(vectors, LabelVectors) and kg.name_index(encode=encoder) is vectors
+    assert (tmp_path / "store" / VECTORS_FILE).is_file()
+    assert "m.0dodgers" in {m.entity for m in vectors.mentions("who pitched for the dodgers")}
 
 
 def test_a_damaged_index_file_is_rebuilt(tmp_path):

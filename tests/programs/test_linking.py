@@ -11,7 +11,7 @@ import pytest
 from kgqa.data.demo import split_path
 from kgqa.data.jsonl import load_jsonl
 from kgqa.kg import EmbeddedStore, KnowledgeGraph
-from kgqa.kg.names import NameIndex
+from kgqa.kg.names import LabelVectors, NameIndex
 from kgqa.optimizers.teleprompters import Budget, compile_program
 from kgqa.programs import KGQA
 from kgqa.programs.linking import Linker
@@ -66,6 +66,11 @@ def test_compiling_learns_words_that_stand_for_an_unnamed_topic(trained, index):
     question = "what did zed novak do in ww2"
     assert linked(trained, index, question) == {IDS["Zed Novak"], "m.ww2"}
     assert linked(Linker(), index, question) == {IDS["Zed Novak"]}  # uncompiled: names only
+
+
+def test_a_linker_compiled_without_name_vectors_never_asks_for_them(trained):
+    assert trained.trained and not trained.uses_vectors
+    assert "how_embedding" not in trained.weights
 
 
 def test_an_uncompiled_linker_links_the_closest_names(index):
@@ -177,9 +182,12 @@ def test_compiling_fits_the_linker_and_saving_keeps_it(kg, train, tmp_path):
     with dspy.context(lm=gold_oracle(train)):
         compiled = compile_program(KGQA(kg), "labeled", trainset=train, budget=Budget(demos=2))
     assert compiled.linker.trained
+    assert compiled.linker.uses_vectors  # compiled with the names' sentence vectors: linking asks for them
     save_program(compiled, tmp_path / "p", settings={"kg": "demo"})
     loaded = load_program(tmp_path / "p", kg)
     assert loaded.linker.to_dict() == compiled.linker.to_dict()
+    assert isinstance(loaded.names(kg), LabelVectors)
+    assert isinstance(KGQA(kg).names(kg), NameIndex)  # an uncompiled linker finds names by their letters alone
     save_program(KGQA(kg), tmp_path / "p", settings={"kg": "demo"})  # uncompiled: no stale linker left
     assert not (tmp_path / "p" / LINKING_FILE).exists()
 
