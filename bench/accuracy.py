@@ -47,6 +47,7 @@ import random
 import re
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,6 +75,7 @@ SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 METAQA = SHARED / "metaqa"
 CWQ_MINI = SHARED / "cwq_mini"
 DATASETS = ("metaqa", "cwq-mini")
+CWQ_TYPES = ("comparative", "superlative", "conjunction", "composition")  # CWQ's compositionality_type
 ABLATIONS = tuple(f"bootstrap-no-{step.replace('_', '-')}" for step in STEPS)
 SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap", "bootstrap-rs", "mipro", "mipro-light", *ABLATIONS)
 DEFAULT_SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap")
@@ -129,18 +131,22 @@ def metaqa_bench(per_hop: int, train: int, seed: int, metaqa: Path) -> Bench:
     return Bench("metaqa", KnowledgeGraph(store, profile="metaqa"), test, trainset)
 
 
-def cwq_bench(size: int, train: int, seed: int, cwq: Path, *, split: str = "test") -> Bench:
+def cwq_bench(size: int, train: int, seed: int, cwq: Path, *, split: str = "test", types: Sequence[str] = ()) -> Bench:
     """`size` seeded `cwq_mini_test` questions and `train` seeded `cwq_mini_dev` questions, over
     one store built from all their graphs (each row's graph is cut from the same union graph).
     `split="dev"`: the `size` questions are `cwq_mini_dev` rows outside the compile sample instead
-    (sample "dev"), what a change of the walk is tuned on before it meets the test questions."""
+    (sample "dev"), what a change of the walk is tuned on before it meets the test questions.
+    `types`: every question of the split of these `compositionality_type`s (outside the compile
+    sample), in the file's order, instead of a seeded sample; `size` is then ignored."""
     dev = list(load_rog(cwq / "cwq_mini_dev.jsonl.gz"))
     trainset = random.Random(f"compile-{seed}").sample(dev, train)
-    if split == "dev":
-        taken = {ex.id for ex in trainset}
-        test = {"dev": random.Random(seed).sample([ex for ex in dev if ex.id not in taken], size)}
+    taken = {ex.id for ex in trainset}
+    rows = [ex for ex in dev if ex.id not in taken] if split == "dev" else list(load_rog(cwq / "cwq_mini_test.jsonl.gz"))
+    if types:
+        questions = [ex for ex in rows if getattr(ex, "compositionality_type", None) in types]
     else:
-        test = {"test": random.Random(seed).sample(list(load_rog(cwq / "cwq_mini_test.jsonl.gz")), size)}
+        questions = random.Random(seed).sample(rows, size)
+    test = {split: questions}
     triples = dict.fromkeys(tuple(t) for ex in [*test[split], *trainset] for t in ex.graph)
     store = EmbeddedStore()
     store.add_triples(graph_triples(triples))
@@ -294,6 +300,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", choices=("test", "dev"), default="test",
                         help="CWQ-mini: test questions, or dev questions outside the compile sample (to tune on)")
     parser.add_argument("--samples", help="only these samples, comma-separated (MetaQA: 1hop,2hop,3hop; CWQ-mini: test or dev)")
+    parser.add_argument("--types", type=lambda text: [t for t in text.split(",") if t],
+                        help="CWQ-mini: every question of these compositionality types (of comparative, superlative, "
+                             "conjunction, composition), comma-separated, instead of a sample of --per-hop")
     parser.add_argument("--report", action="store_true", help="write the table and plot from the records so far; run nothing")
     args = parser.parse_args(argv)
     systems = [s for s in args.systems.split(",") if s]
@@ -302,6 +311,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown systems {sorted(unknown)}; choose from {', '.join(SYSTEMS)}")
     if args.split == "dev" and args.dataset != "cwq-mini":
         parser.error("--split dev is for --dataset cwq-mini (MetaQA's samples are dev questions already)")
+    if args.types and args.dataset != "cwq-mini":
+        parser.error("--types is for --dataset cwq-mini (MetaQA's questions have no compositionality type)")
+    if args.types and set(args.types) - set(CWQ_TYPES):
+        parser.error(f"unknown types {sorted(set(args.types) - set(CWQ_TYPES))}; choose from {', '.join(CWQ_TYPES)}")
     args.train = args.train or TRAIN[args.dataset]
     seeded = f"-seed{args.seed}" if args.seed else ""
     prefix = "accuracy" if args.dataset == "metaqa" else args.dataset
@@ -309,7 +322,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.dataset == "metaqa":
         bench = metaqa_bench(args.per_hop, args.train, args.seed, args.metaqa)
     else:
-        bench = cwq_bench(args.per_hop, args.train, args.seed, args.cwq_mini, split=args.split)
+        bench = cwq_bench(args.per_hop, args.train, args.seed, args.cwq_mini, split=args.split, types=args.types)
+        if args.types:
+            args.per_hop = len(bench.test[args.split])
     if args.samples:
         wanted = args.samples.split(",")
         if set(wanted) - set(bench.test):

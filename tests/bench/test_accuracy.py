@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+
+import pytest
 
 from bench.accuracy import reuse_skipped
 from kgqa.evaluate.runner import read_records
@@ -37,3 +40,23 @@ def test_the_dev_split_asks_dev_questions_the_program_was_not_compiled_on(shared
     assert not asked & {ex.id for ex in test.test["test"]}
     linked = dev.kg.link(ex.topic_entities[0] for ex in dev.test["dev"])  # their graphs are in the store
     assert all(linked.get(ex.topic_entities[0]) for ex in dev.test["dev"])
+
+
+def test_types_ask_every_question_of_those_types_and_nothing_of_the_compile_sample(shared_data):
+    from bench.accuracy import cwq_bench
+
+    bench = cwq_bench(8, 20, 0, shared_data / "cwq_mini", types=("superlative",))
+    rows = [json.loads(line) for line in gzip.open(shared_data / "cwq_mini" / "cwq_mini_test.jsonl.gz", "rt")]
+    assert [ex.id for ex in bench.test["test"]] == [r["id"] for r in rows if r["compositionality_type"] == "superlative"]
+    dev = cwq_bench(8, 20, 0, shared_data / "cwq_mini", split="dev", types=("comparative", "superlative"))
+    asked = dev.test["dev"]
+    assert len(asked) > 8 and {ex.compositionality_type for ex in asked} == {"comparative", "superlative"}
+    assert not {ex.id for ex in asked} & {ex.id for ex in dev.train}
+
+
+def test_types_are_checked(capsys):
+    from bench.accuracy import main
+
+    with pytest.raises(SystemExit):
+        main(["--dataset", "cwq-mini", "--types", "superlative,tricky", "--report"])
+    assert "unknown types ['tricky']" in capsys.readouterr().err
