@@ -136,17 +136,15 @@ def cwq_bench(size: int, train: int, seed: int, cwq: Path, *, split: str = "test
     one store built from all their graphs (each row's graph is cut from the same union graph).
     `split="dev"`: the `size` questions are `cwq_mini_dev` rows outside the compile sample instead
     (sample "dev"), what a change of the walk is tuned on before it meets the test questions.
-    `types`: every question of the split of these `compositionality_type`s (outside the compile
-    sample), in the file's order, instead of a seeded sample; `size` is then ignored."""
+    `types`: the sample is drawn from the questions of these `compositionality_type`s only; a `size`
+    above their number takes them all."""
     dev = list(load_rog(cwq / "cwq_mini_dev.jsonl.gz"))
     trainset = random.Random(f"compile-{seed}").sample(dev, train)
     taken = {ex.id for ex in trainset}
     rows = [ex for ex in dev if ex.id not in taken] if split == "dev" else list(load_rog(cwq / "cwq_mini_test.jsonl.gz"))
     if types:
-        questions = [ex for ex in rows if getattr(ex, "compositionality_type", None) in types]
-    else:
-        questions = random.Random(seed).sample(rows, size)
-    test = {split: questions}
+        rows = [ex for ex in rows if getattr(ex, "compositionality_type", None) in types]
+    test = {split: random.Random(seed).sample(rows, min(size, len(rows)))}
     triples = dict.fromkeys(tuple(t) for ex in [*test[split], *trainset] for t in ex.graph)
     store = EmbeddedStore()
     store.add_triples(graph_triples(triples))
@@ -301,8 +299,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="CWQ-mini: test questions, or dev questions outside the compile sample (to tune on)")
     parser.add_argument("--samples", help="only these samples, comma-separated (MetaQA: 1hop,2hop,3hop; CWQ-mini: test or dev)")
     parser.add_argument("--types", type=lambda text: [t for t in text.split(",") if t],
-                        help="CWQ-mini: every question of these compositionality types (of comparative, superlative, "
-                             "conjunction, composition), comma-separated, instead of a sample of --per-hop")
+                        help="CWQ-mini: sample only questions of these compositionality types (of comparative, superlative, "
+                             "conjunction, composition), comma-separated; a --per-hop above their number takes them all")
     parser.add_argument("--report", action="store_true", help="write the table and plot from the records so far; run nothing")
     args = parser.parse_args(argv)
     systems = [s for s in args.systems.split(",") if s]
@@ -323,8 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         bench = metaqa_bench(args.per_hop, args.train, args.seed, args.metaqa)
     else:
         bench = cwq_bench(args.per_hop, args.train, args.seed, args.cwq_mini, split=args.split, types=args.types)
-        if args.types:
-            args.per_hop = len(bench.test[args.split])
+        args.per_hop = len(bench.test[args.split])  # all of them, when --types leaves fewer
     if args.samples:
         wanted = args.samples.split(",")
         if set(wanted) - set(bench.test):
