@@ -386,12 +386,16 @@ class KGQA(KGProgram):
         if not earlier:
             return []
         state.trace.reflections += 1
+        if len(earlier) == 1:
+            state.trace.record("reflection", "skipped", "one entity passed a hop before: the walk resumes from it")
+            return list(earlier.values())
+        fallbacks = state.trace.fallbacks
         picked = self._pick(
             state, self.reflect, offered="earlier_entities", chosen="entities_to_resume", candidates=list(earlier),
             limit=state.config.beam_width, query=state.question, question=state.question, plan=state.hop_targets,
             dead_end=render.several([render.node_label(t.end) for t in dead_end]),
         )
-        state.trace.record("reflection", "ran")
+        state.trace.record("reflection", "fell_back" if state.trace.fallbacks > fallbacks else "ran")
         return [earlier[label] for label, _ in picked]
 
     def _rank(self, state: WalkState) -> list[Candidate]:
@@ -436,6 +440,9 @@ class KGQA(KGProgram):
         offered = self._facts(state, self._answer_choices(state, candidates))
         if not offered:
             return state.trace.record("fact_filter", "skipped", "no facts about the candidates")
+        if len(offered) == 1:
+            state.facts, state.trace.facts = list(offered), list(offered)
+            return state.trace.record("fact_filter", "skipped", "one fact about the candidates: it is kept")
         fallbacks = state.trace.fallbacks
         picked = self._pick(
             state, self.filter_facts, offered="candidate_facts", chosen="relevant_facts", candidates=offered,

@@ -191,6 +191,15 @@ def test_the_fact_filter_keeps_values_that_decide_and_extraction_reads_them(kg, 
     assert statuses(pred.trace)["fact_filter"] == ["ran"]
 
 
+def test_one_fact_about_the_candidates_is_kept_without_a_call(tmp_path):
+    kg = _metaqa_kg(tmp_path, ("Heat", "directed_by", "Michael Mann"), ("Michael Mann", "born_in", "1943"))
+    lm = oracle(["directed_by"])
+    pred = ask(kg, lm, "who directed [Heat] before 2000")
+    assert statuses(pred.trace)["fact_filter"] == ["skipped: one fact about the candidates: it is kept"]
+    assert pred.trace.facts == ["Michael Mann | born in | 1943"] and "relevant_facts" not in calls(lm)
+    assert pred.answers == ["Michael Mann"]
+
+
 def test_the_entity_prune_chooses_the_entities_to_go_on_from(kg, ids):
     def before_2000(inputs):
         return [c for c in inputs["candidate_entities"] if c in {"Titanic", "The Terminator"}]
@@ -231,7 +240,8 @@ def test_reflection_at_a_dead_end_resumes_from_entities_passed_a_hop_before(tmp_
     pred = ask(kg, lm, "what does [X] lead to", beam_width=1)
     # B offers only the edge back to X: a dead end; C, passed at hop 1, is the one entity to resume from (no call)
     assert pred.trace.reflections == 1 and pred.answers == ["D"]
-    assert statuses(pred.trace)["reflection"] == ["ran"] and "entities_to_resume" not in calls(lm)
+    assert statuses(pred.trace)["reflection"] == ["skipped: one entity passed a hop before: the walk resumes from it"]
+    assert "entities_to_resume" not in calls(lm)
 
 
 def test_a_walk_that_reaches_nothing_stops_with_a_reason(tmp_path):
