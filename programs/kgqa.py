@@ -435,7 +435,7 @@ class KGQA(KGProgram):
         state.facts = []
         if not state.config.fact_filter:
             return state.trace.record("fact_filter", "skipped", "switched off")
-        if not state.conditions and not _VALUE_WORDS.search(state.question):
+        if not state.conditions and not _names_values(state):
             return state.trace.record("fact_filter", "skipped", "the question sets no condition")
         offered = self._facts(state, self._answer_choices(state, candidates))
         if not offered:
@@ -582,7 +582,7 @@ class KGQA(KGProgram):
         last hop names, from every topic entity, and the question sets no condition to check."""
         every = len({t.label for t in state.topics})
         return (_on_named_chain(best.trail, state) and best.topics == every
-                and not state.conditions and not _VALUE_WORDS.search(state.question))
+                and not state.conditions and not _names_values(state))
 
     def _answer(self, state: WalkState) -> tuple[list[str], list[str]]:
         """The extracted answers, then the other ends of their chains; each once, with GCR paths."""
@@ -594,6 +594,15 @@ class KGQA(KGProgram):
                 if len(paths) < state.config.answer_paths:
                     paths.append(render.gcr_path(trail, label))
         return answers[: state.config.max_answers], paths
+
+
+def _names_values(state: WalkState) -> bool:
+    """The question names a value or a comparison outside its topic entities' names ("before 2000",
+    "largest"; not the "First" of [Feet First])."""
+    words = state.question
+    for topic in state.topics:
+        words = re.sub(re.escape(topic.label), " ", words, flags=re.IGNORECASE)
+    return bool(_VALUE_WORDS.search(words))
 
 
 def hop_relation(target: str) -> str:

@@ -200,6 +200,16 @@ def test_one_fact_about_the_candidates_is_kept_without_a_call(tmp_path):
     assert pred.answers == ["Michael Mann"]
 
 
+def test_a_value_word_in_a_topic_s_name_sets_no_condition(tmp_path):
+    kg = _metaqa_kg(tmp_path, ("The First Wives Club", "has_genre", "Comedy"), ("Comedy", "genre_of", "Airplane"),
+                    ("Airplane", "release_year", "1980"))
+    pred = ask(kg, oracle(["has_genre"]), "what genre is [The First Wives Club]")
+    assert statuses(pred.trace)["fact_filter"] == ["skipped: the question sets no condition"]
+    assert pred.answers == ["Comedy"]
+    dated = ask(kg, oracle(["has_genre"]), "what genre is [The First Wives Club], first of all")  # "first" outside the name
+    assert statuses(dated.trace)["fact_filter"] != ["skipped: the question sets no condition"]
+
+
 def test_the_entity_prune_chooses_the_entities_to_go_on_from(kg, ids):
     def before_2000(inputs):
         return [c for c in inputs["candidate_entities"] if c in {"Titanic", "The Terminator"}]
