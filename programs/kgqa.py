@@ -69,7 +69,7 @@ log = logging.getLogger(__name__)
 _LOGGED_RELATIONS, _LOGGED_EDGES = 12, 60  # per hop, in the trace's `walk`
 _PAIRS_PER_CHAIN = 30  # ends of one relation chain scored with their names
 _NOT_GONE_ON = 0.25  # the score factor of a relation neither the prune nor similarity chose (its ends stay candidates)
-_PLANNED_BONUS = 0.15  # added to the similarity (0..1) of a candidate on the plan's chosen chain at its depth
+_PLANNED_BONUS = 0.3  # added to the similarity (0..1) of a candidate on the plan's chosen chain at its depth
 _VALUES_PER_FACT = 3  # values of one (candidate, relation) shown in one fact
 _TOPIC_RELATIONS = 4  # relations shown with each candidate topic entity
 # words of questions whose answer a value decides: a number, a date, a comparison, an extreme
@@ -663,10 +663,12 @@ def _end_at_answer(targets: list[str], kind: object) -> list[str]:
 
 
 def _clear(ranked: list[str], scores: dict[str, float], config: WalkConfig) -> bool:
-    """The best candidate is similar enough to the target, and far enough ahead of the next."""
-    if len(ranked) < 2:
+    """The best candidate is similar enough to the target, and far enough ahead of the next (a lone
+    relation has none to be ahead of: "year (release year)" names the one release_year reached)."""
+    if not ranked:
         return False
-    best, second = scores[ranked[0]], scores[ranked[1]]
+    best = scores[ranked[0]]
+    second = scores[ranked[1]] if len(ranked) > 1 else -1.0
     return best >= config.clear_similarity and best - second >= config.clear_margin
 
 

@@ -151,6 +151,23 @@ def test_three_hops_by_the_relations_the_plan_names_answer_every_end_of_that_cha
     assert pred.trace.walk[1]["target"] == "movie (written by)"
 
 
+def test_the_chain_the_plan_names_ranks_first_however_unlike_the_question_its_words_are(tmp_path):
+    # MetaQA seed 1: "screenwriters" is nearer "directed by" than "written by" for the sentence model,
+    # but the plan names written_by at every hop: its ends rank first and answer without a call
+    coyle = "The Friends of Eddie Coyle"
+    kg = _metaqa_kg(tmp_path, (coyle, "written_by", "George V. Higgins"), ("Killing Them Softly", "written_by", "George V. Higgins"),
+                    ("Killing Them Softly", "release_year", "2012"), (coyle, "directed_by", "Peter Yates"),
+                    *[(film, "directed_by", "Peter Yates") for film in ("Krull", "Suspect", "Eyewitness", "Breaking Away")],
+                    ("Krull", "release_year", "1983"), ("Suspect", "release_year", "1987"), ("Eyewitness", "release_year", "1981"),
+                    ("Breaking Away", "release_year", "1979"))
+    plan = {"topic_kind": "movie", "answer_kind": "year", "answer_constraints": [],
+            "hop_targets": ["writer (written by)", "movie (written by)", "year (release year)"]}
+    lm = oracle([], topic_kind=lambda i: plan)
+    pred = ask(kg, lm, f"the films that share screenwriters with [{coyle}] were released in which years")
+    assert pred.answers == ["2012"] and calls(lm) == ["topic_kind"]
+    assert statuses(pred.trace)["extraction"][0].startswith("skipped: the best path goes by the relation the plan's last hop names")
+
+
 def test_depth_caps_the_walk(kg, ids):
     lm = oracle(["film.film.directed_by", "people.person.place_of_birth"])
     pred = ask(kg, lm, "Where was the director of Parasite born?", [ids["Parasite"]], depth=1)
