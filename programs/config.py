@@ -31,6 +31,9 @@ class WalkConfig:
     sufficiency_shown: best paths shown to the answer sufficiency step.
     facts_shown, facts_kept: facts about the candidates offered to the fact filter, and kept at most.
     choices_shown: candidate answers shown to path answer extraction (best ranked first).
+    choices_per_chain: of those, at most this many end one relation chain while candidates of
+        other chains wait (the rest fill the places left): extraction chooses a chain as much as an
+        answer, and a chain with thirty ends would hide every other one.
     agreed_answers: when some candidates are reached from more than one topic entity, extraction
         (and the fact filter) sees only those reached from the most: a conjunction's answer meets
         every entity the question names. One such candidate answers without a call.
@@ -69,6 +72,7 @@ class WalkConfig:
     facts_shown: int = 15
     facts_kept: int = 4
     choices_shown: int = 10
+    choices_per_chain: int = 3
     agreed_answers: bool = True
     answers_chosen: int = 3
     answer_paths: int = 5

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated
@@ -571,11 +571,12 @@ class KGQA(KGProgram):
         """The candidates extraction chooses among (and the fact filter reads about): the first
         `choices_shown` ranked; when some are reached from more than one topic entity, only those
         reached from the most (a conjunction's answer meets every entity the question names, and the
-        ranking puts them first). `agreed_answers` off: the first ranked, whoever reaches them."""
+        ranking puts them first). `agreed_answers` off: the first ranked, whoever reaches them. At
+        most `choices_per_chain` of one relation chain while other chains' candidates wait."""
         most = candidates[0].topics if candidates else 0
         if state.config.agreed_answers and most > 1:
             candidates = [c for c in candidates if c.topics == most]
-        return candidates[: state.config.choices_shown]
+        return _chains_spread(candidates, state.config.choices_shown, state.config.choices_per_chain)
 
     def _plain_answer(self, state: WalkState, best: Candidate) -> bool:
         """Extraction has nothing to decide: the best candidate is reached by the relation the plan's
@@ -625,6 +626,20 @@ def _on_named_chain(trail: Trail, state: WalkState) -> bool:
 def _chain(trail: Trail) -> tuple[str, ...]:
     """The relations a trail followed, from its topic entity, directions left out."""
     return (trail.topic.id, *(hop.relation for hop in trail.hops))
+
+
+def _chains_spread(candidates: list[Candidate], shown: int, per_chain: int) -> list[Candidate]:
+    """The first `shown` candidates in rank order, taking at most `per_chain` ends of one relation
+    chain (directions and topic left out) before the other chains' candidates; the places left
+    are filled in rank order."""
+    taken: Counter[tuple[str, ...]] = Counter()
+    first, waiting = [], []
+    for c in candidates:
+        chain = _chain(c.trail)[1:]
+        (first if taken[chain] < per_chain else waiting).append(c)
+        taken[chain] += 1
+    picked = {id(c) for c in (first + waiting)[:shown]}
+    return [c for c in candidates if id(c) in picked]
 
 
 def _chain_words(chain: tuple[str, ...]) -> str:

@@ -574,3 +574,33 @@ def test_one_plausible_topic_needs_no_choice(kg):
     pred = ask(kg, lm, "Who directed Pulp Fiction?", topic_choice=True)
     assert "entities_meant" not in calls(lm) and pred.trace.topic_names == ["Pulp Fiction"]
     assert statuses(pred.trace)["topic_choice"] == ["skipped: 1 plausible candidate: the linker's choice"]
+
+
+
+def test_extraction_is_shown_other_chains_than_the_one_with_most_ends(tmp_path):
+    # "where did Lauren live": twelve friends, one place lived, one birthplace; with places for
+    # three, one end a chain, each chain is shown (and the chosen one answers)
+    friends = [f"Friend {n}" for n in range(12)]
+    kg = _metaqa_kg(tmp_path, *[("Lauren", "friend", name) for name in friends], ("Lauren", "lived_in", "Los Angeles"),
+                    ("Lauren", "born_in", "Laguna Beach"))
+    lm = oracle(["friend", "lived_in", "born_in"], hops=1, extracted_answers=lambda i: {"extracted_answers": ["Los Angeles"]})
+    pred = ask(kg, lm, "which friend of [Lauren] lived where", choices_shown=3, choices_per_chain=1)
+    (shown,) = [i["candidate_paths"] for key, i in lm.scripted.calls if key == "extracted_answers"]
+    ends = [path.rsplit(" -> ", 1)[-1] for path in shown]
+    assert {"Los Angeles", "Laguna Beach"} <= set(ends) and sum(end in friends for end in ends) == 1
+    assert pred.answers == ["Los Angeles"] and pred.trace.candidates == ends
+
+
+def test_chains_spread_keeps_rank_order_and_fills_the_places_left():
+    from kgqa.kg import Node
+    from kgqa.programs.kgqa import Candidate, _chains_spread
+    from kgqa.programs.trails import Hop, Trail
+
+    def candidate(label: str, relation: str) -> Candidate:
+        return Candidate(label, Trail(Node("t", name="T")).extend((Hop(relation, "out", Node(label, name=label)),), 1.0), 1)
+
+    ranked = [candidate("a1", "r"), candidate("a2", "r"), candidate("a3", "r"), candidate("b1", "s"), candidate("a4", "r")]
+    assert [c.label for c in _chains_spread(ranked, 2, 1)] == ["a1", "b1"]
+    assert [c.label for c in _chains_spread(ranked, 3, 1)] == ["a1", "a2", "b1"]  # a2 fills the place left; rank order kept
+    assert [c.label for c in _chains_spread(ranked, 3, 3)] == ["a1", "a2", "a3"]
+    assert [c.label for c in _chains_spread(ranked, 10, 1)] == ["a1", "a2", "a3", "b1", "a4"]
