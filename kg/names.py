@@ -23,7 +23,7 @@ from pathlib import Path
 
 INDEX_FILE = "names.json"
 VECTORS_FILE = "name_vectors.npz"
-VERSION = 1
+VERSION = 2  # 2: folding reads misread UTF-8 again (`repaired`), so vectors of folded names differ
 # Words that start no mention on their own: a name made of them only ("The", "Who") is matched only
 # exactly and in full.
 STOPWORDS = frozenset(
@@ -35,9 +35,29 @@ PREFIX = 4  # characters of a token that find names spelled a little differently
 COMMON_POSTING = 400  # a token or prefix in more names than this finds no fuzzy candidates by itself
 
 
+# Characters that UTF-8 bytes become when read as Windows-1252 or Latin-1 ("JosÃ©" for "José"), and
+# the byte each stands for.
+_MISREAD = {chr(b): b for b in range(0x80, 0x100)}  # Latin-1
+_MISREAD |= {bytes([b]).decode("cp1252"): b for b in range(0x80, 0xA0) if b not in (0x81, 0x8D, 0x8F, 0x90, 0x9D)}
+_MISREAD_RUN = re.compile("[" + re.escape("".join(sorted(_MISREAD))) + "]{2,}")
+
+
+def repaired(text: str) -> str:
+    """Text whose UTF-8 was read as Windows-1252 or Latin-1, read again: "HagÃ¥tÃ±a" -> "Hagåtña",
+    "UTCâ\x88\x9205:00" -> "UTC−05:00". A run of such characters that is not valid UTF-8 stays as written."""
+
+    def reread(run: re.Match) -> str:
+        try:
+            return bytes(_MISREAD[c] for c in run.group()).decode("utf-8")
+        except UnicodeDecodeError:
+            return run.group()
+
+    return _MISREAD_RUN.sub(reread, text)
+
+
 def plain(text: str) -> str:
-    """Accents removed, possessive 's dropped, "&" read as "and"; case kept."""
-    text = unicodedata.normalize("NFKD", text)
+    """Misread UTF-8 repaired, accents removed, possessive 's dropped, "&" read as "and"; case kept."""
+    text = unicodedata.normalize("NFKD", repaired(text))
     text = "".join(c for c in text if not unicodedata.combining(c))
     text = re.sub(r"['’]s\b", "", text, flags=re.IGNORECASE)
     return text.replace("&", " and ")

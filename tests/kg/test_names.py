@@ -6,7 +6,16 @@ import pyoxigraph as ox
 import pytest
 
 from kgqa.kg import EmbeddedStore, KnowledgeGraph, SparqlEndpoint
-from kgqa.kg.names import INDEX_FILE, VECTORS_FILE, LabelVectors, NameIndex, TextSearchIndex, search_words, tokens
+from kgqa.kg.names import (
+    INDEX_FILE,
+    VECTORS_FILE,
+    LabelVectors,
+    NameIndex,
+    TextSearchIndex,
+    repaired,
+    search_words,
+    tokens,
+)
 
 NAMES = [
     ("m.1", "Monte Alto, São Paulo"), ("m.2", "Miley Cyrus"), ("m.3", "Tupac Shakur"), ("m.4", "J. R. R. Tolkien"),
@@ -49,6 +58,16 @@ def test_common_words_alone_name_nothing_but_exact_names():
 
 def test_tokens_fold_case_accents_and_possessives():
     assert tokens("JFK's Brother & São Paulo") == ("jfk", "brother", "and", "sao", "paulo")
+
+
+def test_utf8_misread_as_windows_1252_is_read_again():
+    # as in CWQ's questions: "What country with the capital of HagÃ¥tÃ±a is in Oceania?"
+    assert repaired("capital of HagÃ¥tÃ±a") == "capital of Hagåtña"
+    assert repaired("Lyonâ\x80\x93Saint-ExupÃ©ry Airport") == "Lyon–Saint-Exupéry Airport"
+    assert repaired("UTCâ\x88\x9205:00") == "UTC−05:00"  # bytes Windows-1252 leaves undefined, read as Latin-1
+    for written in ("Déjà vu", "We’re Gonna", "Ø and Å", "naïve ©°"):  # not misread: left as written
+        assert repaired(written) == written
+    assert found("Where was Monte Alto, SÃ£o Paulo founded?")["m.1"] == ("monte alto sao paulo", "exact")
 
 
 def test_the_index_is_saved_beside_the_store_and_rebuilt_when_the_store_changes(tmp_path):
