@@ -403,7 +403,8 @@ class KGQA(KGProgram):
         (the city home to both people), then by similarity to the question, half the relation chain's
         words, half the chain with the answer's name ("mascot team ; championship champion : 2014
         World Series"), with a bonus for a trail the relation prune chose every hop of, at the plan's
-        depth (a bonus, not a rule: a small planner's hop count is often wrong on Freebase)."""
+        depth (a bonus, not a rule: a small planner's hop count is often wrong on Freebase). The plan's
+        last hop is not pruned: there only the chain its target names takes the bonus."""
         ends = [t for t in state.reached if (t.end.literal or t.end.name) and t.end.id not in state.topic_ids]
         planned_depth = min(len(state.hop_targets) + state.trace.extended_hops, state.depth)
         named_chains = {chain for chain in state.named if len(chain) - 1 == planned_depth}  # the plan's last hop named its relation
@@ -421,7 +422,7 @@ class KGQA(KGProgram):
         for trail in ends:
             label = render.node_label(trail.end)
             planned = (state.config.relation_prune and trail.score >= 1.0 and trail.steps == planned_depth
-                       and (not named_chains or _chain(trail) in named_chains))
+                       and (_chain(trail) in named_chains if named_chains else planned_depth < state.depth))
             score = 0.5 * chain_scores[_chain(trail)] + 0.5 * pair_scores.get(id(trail), 0.0) + _PLANNED_BONUS * planned
             topics[label].add(trail.topic.label)
             if label not in best or score > best[label][0]:
