@@ -408,6 +408,7 @@ class KGQA(KGProgram):
         ends = [t for t in state.reached if (t.end.literal or t.end.name) and t.end.id not in state.topic_ids]
         planned_depth = min(len(state.hop_targets) + state.trace.extended_hops, state.depth)
         named_chains = {chain for chain in state.named if len(chain) - 1 == planned_depth}  # the plan's last hop named its relation
+        pruned_there = planned_depth < state.depth  # the plan's last hop was not the walk's: the relation prune chose there
         by_chain: dict[tuple, list[Trail]] = defaultdict(list)
         for trail in ends:
             by_chain[_chain(trail)].append(trail)
@@ -422,7 +423,7 @@ class KGQA(KGProgram):
         for trail in ends:
             label = render.node_label(trail.end)
             planned = (state.config.relation_prune and trail.score >= 1.0 and trail.steps == planned_depth
-                       and (_chain(trail) in named_chains if named_chains else planned_depth < state.depth))
+                       and (_chain(trail) in named_chains if named_chains else pruned_there))
             score = 0.5 * chain_scores[_chain(trail)] + 0.5 * pair_scores.get(id(trail), 0.0) + _PLANNED_BONUS * planned
             topics[label].add(trail.topic.label)
             if label not in best or score > best[label][0]:
@@ -541,7 +542,7 @@ class KGQA(KGProgram):
         elif len(shown) == 1 and shown[0].topics > 1:
             state.trace.record("extraction", "skipped", f"one candidate is reached from {shown[0].topics} topic entities, "
                                "more than any other: it answers")
-        elif len({_chain(c.trail)[1:] for c in shown}) == 1:
+        elif len({_relations(c.trail) for c in shown}) == 1:
             state.trace.record("extraction", "skipped", "one relation chain: every end answers")
         elif self._plain_answer(state, shown[0]):
             state.trace.record("extraction", "skipped", "the best path goes by the relation the plan's last hop names, "
@@ -629,6 +630,11 @@ def _chain(trail: Trail) -> tuple[str, ...]:
     return (trail.topic.id, *(hop.relation for hop in trail.hops))
 
 
+def _relations(trail: Trail) -> tuple[str, ...]:
+    """The relation chain a trail ends by, whatever its topic entity: what extraction tells apart."""
+    return _chain(trail)[1:]
+
+
 def _chains_spread(candidates: list[Candidate], shown: int, per_chain: int) -> list[Candidate]:
     """The first `shown` candidates in rank order, taking at most `per_chain` ends of one relation
     chain (directions and topic left out) before the other chains' candidates; the places left
@@ -636,7 +642,7 @@ def _chains_spread(candidates: list[Candidate], shown: int, per_chain: int) -> l
     taken: Counter[tuple[str, ...]] = Counter()
     first, waiting = [], []
     for c in candidates:
-        chain = _chain(c.trail)[1:]
+        chain = _relations(c.trail)
         (first if taken[chain] < per_chain else waiting).append(c)
         taken[chain] += 1
     picked = {id(c) for c in (first + waiting)[:shown]}
