@@ -17,7 +17,7 @@ def kg(demo_store) -> KnowledgeGraph:
 
 @pytest.fixture(scope="module")
 def ids(kg):
-    names = ["Pulp Fiction", "Titanic", "James Cameron", "Ang Lee", "Parasite", "Science Fiction"]
+    names = ["Pulp Fiction", "Titanic", "James Cameron", "Ang Lee", "Parasite", "Science Fiction", "Inception"]
     return {name: kg.link([name])[name][0] for name in names}
 
 
@@ -167,6 +167,15 @@ def test_the_chain_the_plan_names_ranks_first_however_unlike_the_question_its_wo
     assert pred.answers == ["2012"] and calls(lm) == ["topic_kind"]
     assert statuses(pred.trace)["extraction"][0].startswith("skipped: the best path goes by the relation the plan's last hop names")
 
+
+def test_a_plan_a_hop_too_long_does_not_lift_the_ends_past_the_answer(kg, ids):
+    # "Who acted in Inception?" planned as two hops (the CVT counted): the actors are reached at
+    # hop 1, their countries and birthplaces at hop 2, the plan's unpruned last hop. No target
+    # names a relation there, so no chain of it takes the plan's bonus over the ends of hop 1.
+    lm = oracle(["film.film.starring -> film.performance.actor"], hops=2, extracted_answers=lambda i: {"extracted_answers": []})
+    pred = ask(kg, lm, "Who acted in Inception?", [ids["Inception"]])
+    assert pred.trace.depth == 2 and statuses(pred.trace)["extraction"] == ["fell_back"]  # the first ranked answers
+    assert pred.answers[0] in {end for _, _, end, _ in pred.trace.walk[0]["edges"]}
 
 def test_depth_caps_the_walk(kg, ids):
     lm = oracle(["film.film.directed_by", "people.person.place_of_birth"])
@@ -574,7 +583,6 @@ def test_one_plausible_topic_needs_no_choice(kg):
     pred = ask(kg, lm, "Who directed Pulp Fiction?", topic_choice=True)
     assert "entities_meant" not in calls(lm) and pred.trace.topic_names == ["Pulp Fiction"]
     assert statuses(pred.trace)["topic_choice"] == ["skipped: 1 plausible candidate: the linker's choice"]
-
 
 
 def test_extraction_is_shown_other_chains_than_the_one_with_most_ends(tmp_path):
