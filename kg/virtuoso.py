@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kgqa.kg.errors import KGError
+from kgqa.processes import dies_with_parent
 
 GRAPH = "http://kgqa.local/graph"
 
@@ -110,6 +111,7 @@ class LocalVirtuoso:
         process = subprocess.Popen(
             ["virtuoso-t", "+foreground", "+configfile", str(workdir / "virtuoso.ini")],
             cwd=workdir, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=dies_with_parent(),  # a killed owner leaves no server behind
         )
         server = cls(workdir, sql_port, http_port, process)
         try:

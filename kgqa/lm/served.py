@@ -36,6 +36,7 @@ from dspy.lm15 import Response
 
 from kgqa.lm.chat import chat_messages, chat_response, response_schema, spelled
 from kgqa.lm.errors import LMUnavailable
+from kgqa.processes import dies_with_parent
 
 Dialect = Literal["auto", "json_schema", "json_object"]
 # llama-cpp-python's server (the json_object dialect) penalises repeats by default (1.1); its
@@ -182,13 +183,14 @@ def wait_until_answering(url: str, process: subprocess.Popen, *, what: str, wait
 
 def start_llama_server(*, port: int, threads: int | None = None, log: Path | None = None, wait: float = 300.0) -> subprocess.Popen:
     """`llama_cpp.server` on the local model as a subprocess in a session of its own (stop it with
-    `os.killpg`), returned once it answers on 127.0.0.1:PORT (the model is `openai/kgqa-local`)."""
+    `os.killpg`), returned once it answers on 127.0.0.1:PORT (the model is `openai/kgqa-local`). It
+    is sent SIGTERM if this process dies without stopping it (`dies_with_parent`)."""
     from kgqa.lm.local import ensure_engine_runs
 
     ensure_engine_runs()  # a build that faults on this CPU is one clear error, not a dead server
     sink = open(log, "ab") if log else subprocess.DEVNULL
     process = subprocess.Popen(llama_server_command(port=port, threads=threads), stdout=sink, stderr=subprocess.STDOUT,
-                               start_new_session=True)
+                               start_new_session=True, preexec_fn=dies_with_parent())
     if log:
         sink.close()  # the child has its own copy
     try:
