@@ -43,6 +43,11 @@ FEATURES = (*MENTION_FEATURES, *GRAPH_FEATURES)
 LEXICON_MIN_QUESTIONS = 3
 LEXICON_MIN_PRECISION = 0.5
 KEPT_SHARE_MIN = 2  # n-grams seen in fewer training questions than this are not kept
+# Compiling counts, for each training question's candidates, only the other questions: a question's own
+# gold topics would vouch for its spans and entities (`link_prior`, `entity_prior`, the lexicon), and
+# the model would learn to trust those counts more than a new question can (dev: exact gold set
+# 0.798 -> 0.820 with 10 folds, 0.826 with the kept counts taken over every training question).
+FOLDS = 10
 
 
 @dataclass
@@ -204,8 +209,9 @@ class Linker:
         seed: int = 0,
     ) -> Linker:
         """Learn from training questions and their gold topic entities (`example.topic_entities`, ids or
-        names): the counts, the lexicon, the model on `1 - held_out` of them, then the threshold that links
-        the exact gold set most often on the rest. With `graph`, the model weighs what the graph says
+        names): the model on `1 - held_out` of them (each question's features counted over the other
+        folds: `FOLDS`), then the threshold that links the exact gold set most often on the rest; the
+        counts and the lexicon it keeps are taken over every question. With `graph`, the model weighs what the graph says
         about candidates as well (`GRAPH_FEATURES`, one query a question); without, it leaves them out.
         Needs scikit-learn (a dependency of sentence-transformers)."""
         import numpy as np
@@ -217,18 +223,21 @@ class Linker:
         random.Random(seed).shuffle(rows)
         cut = max(1, int(len(rows) * (1 - held_out)))
         fitting, tuning = rows[:cut], rows[cut:] or rows[:cut]
-        linker = cls(stats=_count(fitting, index))
+        found = {question: index.mentions(question) for question, _ in rows}  # once: spans' vectors are the slow part
         features = [  # what cannot vary is left out: the graph's features without a graph, embedding matches without vectors
             name for name in (FEATURES if graph is not None else MENTION_FEATURES)
             if name != "how_embedding" or isinstance(index, LabelVectors)
         ]
         table, labels = [], []
-        for question, gold in fitting:
-            for candidate in linker.candidates(question, index.mentions(question), index, graph=graph):
-                table.append([candidate.features.get(name, 0.0) for name in features])
-                labels.append(candidate.entity in gold or candidate.name in gold)
+        for fold in range(FOLDS):  # each question's features from the other folds' counts (see FOLDS)
+            counted = cls(stats=_count([r for i, r in enumerate(fitting) if i % FOLDS != fold], found))
+            for question, gold in fitting[fold::FOLDS]:
+                for candidate in counted.candidates(question, found[question], index, graph=graph):
+                    table.append([candidate.features.get(name, 0.0) for name in features])
+                    labels.append(candidate.entity in gold or candidate.name in gold)
         if len(set(labels)) < 2:
             raise ValueError("linking needs training questions whose topic entities are both found and not found among the candidates")
+        linker = cls(stats=_count(fitting, found))
         x = np.array(table)
         means, scales = x.mean(axis=0), x.std(axis=0)
         scales[scales == 0] = 1.0
@@ -236,8 +245,14 @@ class Linker:
         linker.weights = dict(zip(features, map(float, model.coef_[0])))
         linker.means, linker.scales = dict(zip(features, map(float, means))), dict(zip(features, map(float, scales)))
         linker.bias = float(model.intercept_[0])
-        tuned = [(gold, linker.link(question, index, graph=graph).candidates) for question, gold in tuning]
+        tuned = []
+        for question, gold in tuning:  # the tuning questions are new to the counts, as a user's will be
+            candidates = linker.candidates(question, found[question], index, graph=graph)
+            for candidate in candidates:
+                candidate.score = linker._score(candidate.features)
+            tuned.append((gold, sorted(candidates, key=lambda c: (-c.score, c.entity))))
         linker.threshold = max((0.1, 0.2, 0.3, 0.4, 0.5, 0.6), key=lambda t: (linker._exact_rate(tuned, t), -abs(t - 0.5)))
+        linker.stats = _count(rows, found)  # then every training question counts
         return linker
 
     @property
@@ -293,12 +308,13 @@ class Linker:
         )
 
 
-def _count(rows: list[tuple[str, set[str]]], index: NameIndex | LabelVectors) -> LinkStats:
+def _count(rows: list[tuple[str, set[str]]], mentions_of: dict[str, list[Mention]]) -> LinkStats:
+    """What `rows` (question, gold topics) say of spans, entities and words, each question's mentions given."""
     share, matched, gold_spans, seen, gold_entities, triggers = Counter(), Counter(), Counter(), Counter(), Counter(), Counter()
     for question, gold in rows:
         grams = _ngrams(tokens(question))
         share.update(grams)
-        mentions = index.mentions(question)
+        mentions = mentions_of[question]
         by_span: dict[str, set[str]] = {}
         for mention in mentions:
             by_span.setdefault(mention.text, set()).update((mention.entity, mention.name))
