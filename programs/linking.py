@@ -118,11 +118,17 @@ class Linker:
         """The question's topic entities. With `graph`, and a linker compiled with one, the candidates'
         relations (one query) are features too; without one, those features count as average."""
         mentions = index.mentions(question)
-        candidates = self.candidates(question, mentions, index, graph=graph if self.uses_graph else None)
+        candidates = self._ranked(question, mentions, index, graph=graph if self.uses_graph else None)
+        return Linking(mentions, candidates, self._choose(candidates))
+
+    def _ranked(
+        self, question: str, mentions: Sequence[Mention], index: NameIndex | LabelVectors, *, graph: KnowledgeGraph | None
+    ) -> list[Candidate]:
+        """The candidates of `mentions`, scored, best first."""
+        candidates = self.candidates(question, mentions, index, graph=graph)
         for candidate in candidates:
             candidate.score = self._score(candidate.features)
-        candidates.sort(key=lambda c: (-c.score, c.entity))
-        return Linking(mentions, candidates, self._choose(candidates))
+        return sorted(candidates, key=lambda c: (-c.score, c.entity))
 
     def candidates(
         self, question: str, mentions: Sequence[Mention], index: NameIndex | LabelVectors, *, graph: KnowledgeGraph | None = None
@@ -211,8 +217,9 @@ class Linker:
         """Learn from training questions and their gold topic entities (`example.topic_entities`, ids or
         names): the model on `1 - held_out` of them (each question's features counted over the other
         folds: `FOLDS`), then the threshold that links the exact gold set most often on the rest; the
-        counts and the lexicon it keeps are taken over every question. With `graph`, the model weighs what the graph says
-        about candidates as well (`GRAPH_FEATURES`, one query a question); without, it leaves them out.
+        counts and the lexicon it keeps are taken over every question. With `graph`, the model weighs
+        what the graph says about candidates as well (`GRAPH_FEATURES`, one query a question);
+        without, it leaves them out.
         Needs scikit-learn (a dependency of sentence-transformers)."""
         import numpy as np
         from sklearn.linear_model import LogisticRegression
@@ -245,12 +252,8 @@ class Linker:
         linker.weights = dict(zip(features, map(float, model.coef_[0])))
         linker.means, linker.scales = dict(zip(features, map(float, means))), dict(zip(features, map(float, scales)))
         linker.bias = float(model.intercept_[0])
-        tuned = []
-        for question, gold in tuning:  # the tuning questions are new to the counts, as a user's will be
-            candidates = linker.candidates(question, found[question], index, graph=graph)
-            for candidate in candidates:
-                candidate.score = linker._score(candidate.features)
-            tuned.append((gold, sorted(candidates, key=lambda c: (-c.score, c.entity))))
+        # the tuning questions are new to the counts, as a user's will be
+        tuned = [(gold, linker._ranked(question, found[question], index, graph=graph)) for question, gold in tuning]
         linker.threshold = max((0.1, 0.2, 0.3, 0.4, 0.5, 0.6), key=lambda t: (linker._exact_rate(tuned, t), -abs(t - 0.5)))
         linker.stats = _count(rows, found)  # then every training question counts
         return linker

@@ -11,7 +11,6 @@ import time
 
 import pytest
 
-from kgqa.kg import virtuoso
 from kgqa.processes import dies_with_parent
 
 
@@ -70,11 +69,7 @@ def test_off_the_main_thread_the_child_is_left_to_its_owner():
     assert seen == [None]  # the kernel would signal it when this worker thread ended
 
 
-def test_a_local_virtuoso_does_not_outlive_its_killed_owner(tmp_path):
-    if not virtuoso.available():
-        if os.environ.get("CI"):
-            pytest.fail("CI must run the Virtuoso tests: virtuoso-t is missing")
-        pytest.skip("virtuoso-t not installed (apt-get install virtuoso-opensource)")
+def test_a_local_virtuoso_does_not_outlive_its_killed_owner(tmp_path, virtuoso_installed):
     owner, server = _owner(f"""
         import time
         from kgqa.kg.virtuoso import LocalVirtuoso

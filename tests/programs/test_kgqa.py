@@ -177,6 +177,7 @@ def test_a_plan_a_hop_too_long_does_not_lift_the_ends_past_the_answer(kg, ids):
     assert pred.trace.depth == 2 and statuses(pred.trace)["extraction"] == ["fell_back"]  # the first ranked answers
     assert pred.answers[0] in {end for _, _, end, _ in pred.trace.walk[0]["edges"]}
 
+
 def test_depth_caps_the_walk(kg, ids):
     lm = oracle(["film.film.directed_by", "people.person.place_of_birth"])
     pred = ask(kg, lm, "Where was the director of Parasite born?", [ids["Parasite"]], depth=1)
