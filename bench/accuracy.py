@@ -77,10 +77,11 @@ CWQ_MINI = SHARED / "cwq_mini"
 DATASETS = ("metaqa", "cwq-mini")
 CWQ_TYPES = ("comparative", "superlative", "conjunction", "composition")  # CWQ's compositionality_type
 ABLATIONS = tuple(f"bootstrap-no-{step.replace('_', '-')}" for step in STEPS)
-SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap", "bootstrap-rs", "mipro", "mipro-light", *ABLATIONS)
+SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap", "bootstrap-pools", "bootstrap-rs", "mipro", "mipro-light", *ABLATIONS)
 DEFAULT_SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap")
 BUDGETS = {
     "bootstrap": Budget(demos=3, plan_demos=500),
+    "bootstrap-pools": Budget(demos=3, plan_demos=500, step_demos=500),  # every intermediate step a pool of labeled demos too
     "bootstrap-rs": Budget(demos=3, plan_demos=500, candidates=2),  # 5 programs scored: zero-shot, labeled, unshuffled, 2 shuffles
     "mipro": Budget(demos=2, candidates=3, trials=5),
     "mipro-light": Budget(demos=2),

@@ -193,6 +193,47 @@ def answer_demos(program, examples: Sequence[dspy.Example], *, teacher: dspy.LM,
     return demos
 
 
+# The intermediate steps whose demos are the teacher's own decisions on the training questions
+# (the plan, extraction and the topic choice have pools of their own).
+STEP_POOLS = ("prune_relations", "prune_entities", "filter_facts", "update_memory", "check_sufficiency")
+
+
+def step_demos(program, examples: Sequence[dspy.Example], *, teacher: dspy.LM, limit: int) -> dict[str, list[dspy.Example]]:
+    """The gold-path `teacher`'s decisions as demos of the intermediate steps (`STEP_POOLS`): the
+    first `limit` examples walked by `program` under the teacher (a step that never runs does not
+    keep compiling going), every call of those steps kept with its inputs and the teacher's labeled
+    output (the gold relation, the facts about a gold answer, the notes on which named entity
+    reaches one, whether the best paths hold one), up to `limit` per step, each with the example's
+    topic names for matching by question shape. A call whose label is empty (no gold relation
+    offered, no fact about a gold answer, no entity reached one) makes no demo: a pool of those
+    would teach choosing nothing."""
+    names = {id(getattr(program, name)): name for name in STEP_POOLS if hasattr(program, name)}
+    pools: dict[str, list[dspy.Example]] = {name: [] for name in names.values()}
+    for ex in examples[:limit]:
+        with dspy.context(lm=teacher, trace=[]):
+            prediction = program(question=ex.question, topic_entities=list(ex.topic_entities) or None)
+            calls = list(dspy.settings.trace)
+        topic = ", ".join(prediction.trace.topic_names)
+        for predictor, inputs, output in calls:
+            name = names.get(id(predictor))
+            if name is None or len(pools[name]) >= limit:
+                continue
+            labels = {field: output.get(field) for field in predictor.signature.output_fields}
+            if _informative(labels):
+                pools[name].append(dspy.Example(**inputs, **labels, topic=topic).with_inputs(*inputs))
+    return pools
+
+
+def _informative(labels: dict) -> bool:
+    """A labeled output worth showing: a verdict, or a choice or notes that found something."""
+    for value in labels.values():
+        if isinstance(value, bool):
+            return True
+        if isinstance(value, list) and value and not all(str(v).endswith(": no answer yet") for v in value):
+            return True
+    return False
+
+
 def topic_demos(program, examples: Sequence[dspy.Example], *, limit: int) -> list[dspy.Example]:
     """Gold topic entities as demos of the topic choice: for each example (up to `limit` demos)
     whose question, asked without ids (brackets removed), would have its topic entities chosen among

@@ -20,7 +20,7 @@ import dspy
 
 from kgqa.evaluate.metrics import feedback, walk_metric
 from kgqa.kg import KGError, KnowledgeGraph
-from kgqa.optimizers.labels import answer_demos, interleave_depths, labeled_teacher, plan_demos, topic_demos
+from kgqa.optimizers.labels import answer_demos, interleave_depths, labeled_teacher, plan_demos, step_demos, topic_demos
 from kgqa.programs.linking import Linker
 
 log = logging.getLogger(__name__)
@@ -36,6 +36,9 @@ class Budget:
     # one-time encoding (MetaQA: 1,500 plans matched by shape gave 90 of 90 plans the gold length on each of two
     # samples; 150 matched by the whole question, 79 and 71)
     labeled: int = 0  # raw labeled demos per predictor
+    step_demos: int = 0  # the gold-path teacher's decisions as each intermediate step's demo pool (relation and
+    # entity prune, fact filter, memory update, sufficiency), where the trainset has gold paths. Off: with 500, CWQ-mini
+    # dev Hits@1 went 0.400 -> 0.360 (two answers worse, none better) at +230 input tokens a question
     topic_demos: int = 100  # gold topic choices as the topic choice's demo pool (questions asked without ids)
     rounds: int = 1
     candidates: int = 4  # candidate programs (bootstrap-rs), instruction and demo candidates (mipro), per step (simba)
@@ -179,6 +182,11 @@ def compile_program(
         # Likewise path answer extraction, labeled by the gold answers: a pool of gold choices among
         # the candidates the gold-path teacher's walk shows, each question shown the nearest in shape.
         compiled.extract_answers.demos = answer_demos(compiled, trainset, teacher=teacher, limit=budget.plan_demos)
+    if labeled and budget.step_demos:
+        # and, on request, every intermediate step, labeled by the teacher's gold-path decisions: a pool each
+        for name, pool in step_demos(compiled, trainset, teacher=teacher, limit=budget.step_demos).items():
+            if pool:
+                getattr(compiled, name).demos = pool
     return compiled
 
 

@@ -111,6 +111,22 @@ def test_compiling_with_gold_paths_bootstraps_right_walks_and_plans_of_every_len
     assert all(d["extracted_answers"][0] in [p.rsplit(" -> ", 1)[-1] for p in d["candidate_paths"]] for d in answers)
 
 
+def test_step_demos_give_the_intermediate_steps_pools_of_the_teachers_decisions_and_they_are_saved(kg, train, tmp_path):
+    from kgqa.programs.saving import load_program, save_program
+
+    student = gold_oracle([])
+    with dspy.context(lm=student, adapter=ConstrainedJSONAdapter()):
+        plain = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=1, plan_demos=1))
+        pooled = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=1, plan_demos=1, step_demos=100))
+    assert len(plain.prune_relations.demos) <= 1 and plain.check_sufficiency.demos == []  # off by default
+    relations, verdicts = pooled.prune_relations.demos, pooled.check_sufficiency.demos
+    assert len({d["question"] for d in relations}) >= 3 and all(d["relations_to_follow"] and d["topic"] for d in relations)
+    assert verdicts and all(isinstance(d["evidence_sufficient"], bool) for d in verdicts)
+    save_program(pooled, tmp_path, settings={"kg": "demo"})
+    loaded = load_program(tmp_path, kg)
+    assert [dict(d) for d in loaded.prune_relations.demos] == [dict(d) for d in relations]
+
+
 def test_the_topic_choice_is_compiled_with_the_gold_topic_entities(kg, train):
     student = gold_oracle([])
     with dspy.context(lm=student, adapter=ConstrainedJSONAdapter()):
