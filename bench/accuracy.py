@@ -266,12 +266,13 @@ def write_outputs(bench: Bench, out: Path, systems: list[str], per_sample: int) 
     for system in systems:
         for sample, examples in bench.test.items():
             records = list(read_records(out / f"{system}-{sample}.jsonl", repair=False).values())
-            if len(records) >= per_sample:
-                results[(system, sample)] = summarize(records[:per_sample])
-                stops[(system, sample)] = stopped(records[:per_sample], {ex.id: ex for ex in examples})
-                complete.setdefault(system, {}).update({r["id"]: r for r in records[:per_sample]})
+            wanted = min(per_sample, len(examples))  # `--types` with a --per-hop above their number takes them all
+            if len(records) >= wanted:
+                results[(system, sample)] = summarize(records[:wanted])
+                stops[(system, sample)] = stopped(records[:wanted], {ex.id: ex for ex in examples})
+                complete.setdefault(system, {}).update({r["id"]: r for r in records[:wanted]})
             else:
-                missing.append(f"{system} {sample} ({len(records)}/{per_sample})")
+                missing.append(f"{system} {sample} ({len(records)}/{wanted})")
     text = table(results, stops) + "\n"
     examples = [ex for group in bench.test.values() for ex in group]
     if any(getattr(ex, "compositionality_type", None) for ex in examples):

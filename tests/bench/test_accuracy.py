@@ -63,3 +63,22 @@ def test_types_are_checked(capsys):
     with pytest.raises(SystemExit):
         main(["--dataset", "cwq-mini", "--types", "superlative,tricky", "--report"])
     assert "unknown types ['tricky']" in capsys.readouterr().err
+
+
+def test_a_types_sample_smaller_than_per_hop_gets_its_table_once_every_question_is_answered(shared_data, tmp_path):
+    from bench.accuracy import cwq_bench, write_outputs
+    from kgqa.programs.trace import Trace
+
+    bench = cwq_bench(1000, 20, 0, shared_data / "cwq_mini", types=("superlative",))  # all 56 of them: fewer than asked for
+    asked = bench.test["test"]
+    scores = {"hits1": 1.0, "hit_any": 1.0, "precision": 1.0, "recall": 1.0, "f1": 1.0}
+    rows = [{"id": ex.id, "question": ex.question, "gold": {"answers": list(ex.answers)}, "answers": list(ex.answers[:1]),
+             "scores": scores, "trace": Trace().to_dict(), "seconds": 1.0, "error": None} for ex in asked]
+    path = tmp_path / "bootstrap-test.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows[:-1]))
+    _, missing = write_outputs(bench, tmp_path, ["bootstrap"], 1000)
+    assert missing == [f"bootstrap test ({len(asked) - 1}/{len(asked)})"]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    _, missing = write_outputs(bench, tmp_path, ["bootstrap"], 1000)
+    table = (tmp_path / "table.md").read_text()
+    assert missing == [] and f"| bootstrap | test | {len(asked)} | 1.000 |" in table and f"superlative (n={len(asked)})" in table
