@@ -62,6 +62,21 @@ def demo_store() -> EmbeddedStore:
 
 
 @pytest.fixture(scope="session")
+def embedded_demo_kg(demo_store) -> KnowledgeGraph:
+    """The demo KG on the embedded store with its Freebase-style profile, as `kgqa --kg demo` opens it."""
+    return KnowledgeGraph(demo_store, profile="freebase")
+
+
+@pytest.fixture(scope="session")
+def demo_train() -> list:
+    """The demo's training questions, with their gold relation paths."""
+    from kgqa.data.demo import split_path
+    from kgqa.data.jsonl import load_jsonl
+
+    return list(load_jsonl(split_path("train")))
+
+
+@pytest.fixture(scope="session")
 def unindexed_demo_store() -> EmbeddedStore:
     """The demo KG in a store without the relation index (as stores made before it): the scanning queries."""
     store = EmbeddedStore()

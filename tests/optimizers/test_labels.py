@@ -3,33 +3,19 @@
 from __future__ import annotations
 
 import dspy
-import pytest
 
-from kgqa.data.demo import split_path
-from kgqa.data.jsonl import load_jsonl
-from kgqa.kg import KnowledgeGraph
 from kgqa.lm.adapter import ConstrainedJSONAdapter
 from kgqa.lm.scripted import scripted_lm
 from kgqa.optimizers.labels import STEP_POOLS, labeled_teacher, step_demos
 from kgqa.programs import KGQA
 
 
-@pytest.fixture(scope="module")
-def kg(demo_store):
-    return KnowledgeGraph(demo_store, profile="freebase")
-
-
-@pytest.fixture(scope="module")
-def train():
-    return list(load_jsonl(split_path("train")))
-
-
-def test_the_teachers_decisions_become_pools_of_the_intermediate_steps(kg, train):
-    teacher = labeled_teacher(train, kg=kg)
+def test_the_teachers_decisions_become_pools_of_the_intermediate_steps(embedded_demo_kg, demo_train):
+    teacher = labeled_teacher(demo_train, kg=embedded_demo_kg)
     with dspy.context(adapter=ConstrainedJSONAdapter()):
-        pools = step_demos(KGQA(kg), train, teacher=teacher, limit=50)
+        pools = step_demos(KGQA(embedded_demo_kg), demo_train, teacher=teacher, limit=50)
     assert set(pools) == set(STEP_POOLS)
-    by_question = {ex.question: ex for ex in train}
+    by_question = {ex.question: ex for ex in demo_train}
     relations = pools["prune_relations"]
     assert len(relations) >= 3 and len({d["question"] for d in relations}) >= 3  # several questions, not one walk's
     for demo in relations:  # the inputs the step was shown, the gold relation chosen among them, the topic for matching
@@ -45,20 +31,20 @@ def test_the_teachers_decisions_become_pools_of_the_intermediate_steps(kg, train
         assert demo["evidence_sufficient"] == bool(ends & set(by_question[demo["question"]].answers))
 
 
-def test_compiling_walks_at_most_limit_questions_and_keeps_at_most_limit_demos_a_step(kg, train):
-    teacher = labeled_teacher(train, kg=kg)
+def test_compiling_walks_at_most_limit_questions_and_keeps_at_most_limit_demos_a_step(embedded_demo_kg, demo_train):
+    teacher = labeled_teacher(demo_train, kg=embedded_demo_kg)
     with dspy.context(adapter=ConstrainedJSONAdapter()):
-        pools = step_demos(KGQA(kg), train, teacher=teacher, limit=len(train) - 10)
-    assert teacher.scripted.count("topic_kind") == len(train) - 10  # a walk (one plan) each, though entity prune never ran
-    assert pools["prune_entities"] == [] and all(len(pool) <= len(train) - 10 for pool in pools.values())
+        pools = step_demos(KGQA(embedded_demo_kg), demo_train, teacher=teacher, limit=len(demo_train) - 10)
+    assert teacher.scripted.count("topic_kind") == len(demo_train) - 10  # a walk (one plan) each, though entity prune never ran
+    assert pools["prune_entities"] == [] and all(len(pool) <= len(demo_train) - 10 for pool in pools.values())
 
 
-def test_an_empty_label_makes_no_demo(kg, train):
+def test_an_empty_label_makes_no_demo(embedded_demo_kg, demo_train):
     """A teacher that chooses no relation teaches nothing: the relation prune's pool stays empty."""
-    teacher = labeled_teacher(train, kg=kg)
+    teacher = labeled_teacher(demo_train, kg=embedded_demo_kg)
     handlers = dict(teacher.scripted.handlers)
     handlers["relations_to_follow"] = lambda inputs: {"relations_to_follow": []}
     empty = scripted_lm(handlers)
     with dspy.context(adapter=ConstrainedJSONAdapter()):
-        pools = step_demos(KGQA(kg), train, teacher=empty, limit=50)
+        pools = step_demos(KGQA(embedded_demo_kg), demo_train, teacher=empty, limit=50)
     assert empty.scripted.count("relations_to_follow") >= 3 and pools["prune_relations"] == []
