@@ -23,6 +23,7 @@ from kgqa.programs.kgqa import hop_kind
 from kgqa.programs.render import fact_names
 
 _HOP = re.compile(r"^hop (\d+)")
+_NO_ANSWER_YET = ": no answer yet"  # the teacher's note on a named entity whose paths reached no gold answer
 
 
 def teacher_path(example: dspy.Example, kg: KnowledgeGraph | None = None) -> list[tuple[str, str | None]]:
@@ -151,7 +152,7 @@ def labeled_teacher(examples: Sequence[dspy.Example], *, kg: KnowledgeGraph | No
             found = notes.setdefault(start, [])
             if any(same_answer(end, g) for g in gold) and end not in found:
                 found.append(end)
-        return {"memory_notes": [f"{start} leads to {', '.join(found)}" if found else f"{start}: no answer yet"
+        return {"memory_notes": [f"{start} leads to {', '.join(found)}" if found else f"{start}{_NO_ANSWER_YET}"
                                  for start, found in notes.items()]}
 
     return scripted_lm({
@@ -229,7 +230,7 @@ def _informative(labels: dict) -> bool:
     for value in labels.values():
         if isinstance(value, bool):
             return True
-        if isinstance(value, list) and value and not all(str(v).endswith(": no answer yet") for v in value):
+        if isinstance(value, list) and value and not all(str(v).endswith(_NO_ANSWER_YET) for v in value):
             return True
     return False
 
