@@ -19,8 +19,8 @@ the compile sample instead (sample "dev"): what a change of the walk is tuned on
   extraction (whose demos are a pool of gold choices among the candidates the teacher's walk
   shows), and `walk_metric` scores answers, paths and depths. `bootstrap-rs` holds out 15 of
   them to score 5 candidate programs.
-- bootstrap-no-STEP (STEP one of `kgqa.programs.STEPS`): the compiled `bootstrap` program with that
-  step switched off: the ablation. For a step in `SKIPPED_IS_OFF`, a question whose `bootstrap`
+- bootstrap-no-STEP (STEP one of `kgqa.programs.SWITCHES`: the LLM steps, and `chain-prior`): the
+  compiled `bootstrap` program with that step switched off: the ablation. For a step in `SKIPPED_IS_OFF`, a question whose `bootstrap`
   record says the step skipped every time walks the same with it off
   (`test_a_step_skipped_walks_as_it_does_switched_off`): its record is copied, marked
   `"reused": "bootstrap"`, and only the questions where the step ran or fell back are asked again.
@@ -66,7 +66,7 @@ from kgqa.evaluate.runner import Summary, evaluate, read_records, summarize  # n
 from kgqa.kg import EmbeddedStore, KnowledgeGraph  # noqa: E402
 from kgqa.kg.profiles import ROG  # noqa: E402
 from kgqa.optimizers.teleprompters import Budget, compile_program  # noqa: E402
-from kgqa.programs import KGQA, SKIPPED_IS_OFF, STEPS, WalkConfig  # noqa: E402
+from kgqa.programs import KGQA, SKIPPED_IS_OFF, SWITCHES, WalkConfig  # noqa: E402
 from kgqa.programs.baselines import LLMOnly, SimilarityWalk  # noqa: E402
 from kgqa.programs.saving import load_program, save_program  # noqa: E402
 from kgqa.programs.trace import Trace  # noqa: E402
@@ -76,7 +76,7 @@ METAQA = SHARED / "metaqa"
 CWQ_MINI = SHARED / "cwq_mini"
 DATASETS = ("metaqa", "cwq-mini")
 CWQ_TYPES = ("comparative", "superlative", "conjunction", "composition")  # CWQ's compositionality_type
-ABLATIONS = tuple(f"bootstrap-no-{step.replace('_', '-')}" for step in STEPS)
+ABLATIONS = tuple(f"bootstrap-no-{step.replace('_', '-')}" for step in SWITCHES)
 SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap", "bootstrap-pools", "bootstrap-rs", "mipro", "mipro-light", *ABLATIONS)
 DEFAULT_SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap")
 BUDGETS = {

@@ -18,7 +18,7 @@ from kgqa.data.kb import FORMATS  # noqa: E402
 from kgqa.errors import KGQAError, user_paths  # noqa: E402
 from kgqa.kg.profiles import PROFILES  # noqa: E402
 from kgqa.optimizers.teleprompters import TELEPROMPTERS, Budget  # noqa: E402
-from kgqa.programs import STEPS  # noqa: E402
+from kgqa.programs import SWITCHES  # noqa: E402
 from kgqa.programs.config import WalkConfig  # noqa: E402
 from kgqa.server import ServeLimits  # noqa: E402
 
@@ -241,8 +241,8 @@ def _common(parser: argparse.ArgumentParser, *, lm_default: str | None = "local"
     parser.add_argument("--threads", type=int, default=1, help="questions in parallel (the local LM serializes its calls)")
     parser.add_argument("--depth", type=int, help=f"walk depth (default {WalkConfig.depth})")
     parser.add_argument("--beam-width", type=int, help=f"relation chains gone on from per hop (default {WalkConfig.beam_width})")
-    parser.add_argument("--off", action="append", choices=STEPS, metavar="STEP",
-                        help=f"switch a step off (repeatable): {', '.join(STEPS)}")
+    parser.add_argument("--off", action="append", choices=SWITCHES, metavar="STEP",
+                        help=f"switch a step off (repeatable): {', '.join(SWITCHES)}")
     parser.add_argument("--max-llm-calls", type=int, help=f"LLM calls per question at most (default {WalkConfig.max_llm_calls})")
     parser.add_argument("--topic-choice", action="store_true",
                         help="for questions without ids, let the model choose among plausible topic entities (off by default)")

@@ -7,7 +7,7 @@ question and answers, which no intermediate step of the walk can use as a demo. 
 trainset has gold paths, the plan step's demos are a pool of gold plans, `plan_demos` of each chain
 length; a walk shows each question the few nearest it (`WalkConfig.demos_per_call`). Every
 teleprompter but `none` also fits the linker of questions without ids (`programs.linking`) to the
-trainset's gold topic entities.
+trainset's gold topic entities, and the chain prior (`programs.chains`) to its gold relation paths.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 import dspy
 
-from kgqa.evaluate.metrics import feedback, walk_metric
+from kgqa.evaluate.metrics import feedback, gold_relation_paths, walk_metric
 from kgqa.kg import KGError, KnowledgeGraph
 from kgqa.optimizers.labels import answer_demos, interleave_depths, labeled_teacher, plan_demos, step_demos, topic_demos
+from kgqa.programs.chains import ChainPrior
 from kgqa.programs.linking import Linker
 
 log = logging.getLogger(__name__)
@@ -187,6 +188,9 @@ def compile_program(
         for name, pool in step_demos(compiled, trainset, teacher=teacher, limit=budget.step_demos).items():
             if pool:
                 getattr(compiled, name).demos = pool
+    if hasattr(compiled, "chain_prior"):
+        # last, so the demo pools above were walked as a question outside the trainset is: without its own vote
+        compiled.chain_prior = ChainPrior.fit((ex.question, gold_relation_paths(ex)) for ex in trainset)
     return compiled
 
 

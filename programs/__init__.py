@@ -2,7 +2,7 @@
 fact filter, memory update, answer sufficiency, path answer extraction and reflection."""
 
 from kgqa.programs.base import KGProgram
-from kgqa.programs.config import SKIPPED_IS_OFF, STEPS, WalkConfig
+from kgqa.programs.config import SKIPPED_IS_OFF, STEPS, SWITCHES, WalkConfig
 from kgqa.programs.kgqa import KGQA
 
-__all__ = ["KGQA", "SKIPPED_IS_OFF", "STEPS", "KGProgram", "WalkConfig"]
+__all__ = ["KGQA", "SKIPPED_IS_OFF", "STEPS", "SWITCHES", "KGProgram", "WalkConfig"]

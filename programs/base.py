@@ -26,6 +26,7 @@ from kgqa.kg import Edge, KGError, KnowledgeGraph, Node, Step
 from kgqa.kg.errors import InvalidTermError
 from kgqa.lm.adapter import choices
 from kgqa.lm.errors import LMUnavailable
+from kgqa.programs.chains import ChainPrior, Votes
 from kgqa.programs.config import WalkConfig
 from kgqa.programs.deadline import Cut, Deadline
 from kgqa.programs.embedder import Embedder
@@ -55,6 +56,7 @@ class WalkState:
     facts: list[str] = field(default_factory=list)  # the fact filter's kept facts
     memory: list[str] = field(default_factory=list)  # memory update's notes
     named: set = field(default_factory=set)  # chains by the relation the plan's last hop names, if one clearly
+    votes: Votes = field(default_factory=Votes)  # what the nearest training questions say of relation chains
     final: list[Trail] = field(default_factory=list)
     depth: int = 0
     dropped: list[str] = field(default_factory=list)
@@ -102,12 +104,14 @@ class KGProgram(dspy.Module):
         config: WalkConfig | None = None,
         embedder: Embedder | None = None,
         linker: Linker | None = None,
+        chain_prior: ChainPrior | None = None,
     ) -> None:
         super().__init__()
         self.kg = kg
         self.config = config or WalkConfig()
         self.embedder = embedder or Embedder()
         self.linker = linker or Linker()
+        self.chain_prior = chain_prior or ChainPrior()
 
     def forward(
         self, question: str, topic_entities: Sequence[str] | None = None, *, deadline: Deadline | None = None

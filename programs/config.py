@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass, replace
 
 # The steps a user can switch off (each a `WalkConfig` field), in the order the walk takes them.
 STEPS = ("relation_prune", "entity_prune", "fact_filter", "memory_update", "sufficiency", "extraction")
+# What an ablation can switch off: the LLM steps, and the compiled chain prior the ranking reads (no call).
+SWITCHES = (*STEPS, "chain_prior")
 # The steps whose switch changes nothing on a walk where they were skipped every time: skipped or
 # off, they keep every entity, show no facts, keep no notes, add no hop, answer the first ranked.
 # (Not the relation prune: its skips still choose a chain, which off leaves to similarity.)
@@ -58,6 +60,10 @@ class WalkConfig:
         linker's choice): measured on CWQ-mini with the local 1.5B LM it linked fewer questions
         exactly than the compiled linker alone (0.580 against 0.720; docs/linking.md).
     topics_chosen: topic entities that choice may keep, at most.
+    chain_prior, prior_weight: rank candidates (and fill the beam) with the compiled chain prior
+        (`programs.chains`: the relation chains the nearest training questions went by), its
+        weight (0..1, the share of those questions) times `prior_weight` added to a candidate's
+        similarity score (0..1). No effect on a program compiled without gold paths.
     """
 
     depth: int = 3
@@ -91,13 +97,15 @@ class WalkConfig:
     extraction: bool = True
     topic_choice: bool = False
     topics_chosen: int = 3
+    chain_prior: bool = True
+    prior_weight: float = 0.5
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
-            if name in STEPS or name in {"topic_choice", "agreed_answers"}:
+            if name in SWITCHES or name in {"topic_choice", "agreed_answers"}:
                 if not isinstance(value, bool):
                     raise ValueError(f"{name} must be true or false, got {value!r}")
-            elif name in {"snap_cutoff", "clear_similarity", "clear_margin"}:
+            elif name in {"snap_cutoff", "clear_similarity", "clear_margin", "prior_weight"}:
                 if not 0.0 <= value <= 1.0:
                     raise ValueError(f"{name} must be between 0 and 1, got {value}")
             elif name == "min_depth" and value is None:
@@ -112,7 +120,7 @@ class WalkConfig:
         return asdict(self)
 
     def without(self, step: str) -> WalkConfig:
-        """This config with one step switched off (an ablation)."""
-        if step not in STEPS:
-            raise ValueError(f"unknown step {step!r}; the steps are {', '.join(STEPS)}")
+        """This config with one step (or the chain prior) switched off: an ablation."""
+        if step not in SWITCHES:
+            raise ValueError(f"unknown step {step!r}; the steps are {', '.join(SWITCHES)}")
         return replace(self, **{step: False})

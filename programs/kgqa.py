@@ -6,7 +6,7 @@
        nodes stepped through) -> relation prune (the chains to go on by) -> entity prune (the
        entities to go on from, and to keep as candidates, when the plan sets conditions)
        (reflection, only at a dead end)
-    -> candidate answers: every end reached, ranked
+    -> candidate answers: every end reached, ranked (question similarity, the compiled chain prior)
     -> fact filter (the facts about the candidates, values included, that bear on the question)
     -> memory update (what each entity the question names has established)
     -> answer sufficiency (do the best paths reach the answer? if not, one hop more, bounded)
@@ -47,6 +47,7 @@ from kgqa.data.examples import question_problem
 from kgqa.kg import KnowledgeGraph, Step
 from kgqa.programs import render
 from kgqa.programs.base import KGProgram, WalkState, question_shape
+from kgqa.programs.chains import Votes
 from kgqa.programs.config import WalkConfig
 from kgqa.programs.embedder import Embedder
 from kgqa.programs.linking import Candidate as LinkCandidate
@@ -72,6 +73,7 @@ _NOT_GONE_ON = 0.25  # the score factor of a relation neither the prune nor simi
 _PLANNED_BONUS = 0.3  # added to the similarity (0..1) of a candidate on the plan's chosen chain at its depth
 _VALUES_PER_FACT = 3  # values of one (candidate, relation) shown in one fact
 _TOPIC_RELATIONS = 4  # relations shown with each candidate topic entity
+_LOGGED_PRIOR = 3  # the chain prior's heaviest chains, in the trace
 # words of questions whose answer a value decides: a number, a date, a comparison, an extreme
 _VALUE_WORDS = re.compile(
     r"\d|\b(before|after|since|until|during|first|last|earliest|latest|oldest|youngest|newest|largest|smallest|"
@@ -139,6 +141,7 @@ class KGQA(KGProgram):
             state.stop(StopReason.NO_TOPIC_ENTITY, error=problem)
             return []
         state.hop_targets, state.conditions = self._plan(state)  # decompose
+        state.votes = self._chain_votes(state)  # what training questions like it went by
         state.relations = dict(state.kg.relations(state.topic_ids).items)
         floor = state.config.min_depth or (2 if state.kg.profile.step_through_unnamed else 1)
         frontier, hops = [Trail(topic) for topic in state.topics], min(max(len(state.hop_targets), floor), state.config.depth)
@@ -245,6 +248,16 @@ class KGQA(KGProgram):
         targets = _end_at_answer(_start_after_topic(targets, topic_kind), answer_kind)
         return targets[:depth] or [state.question], conditions[:3]
 
+    def _chain_votes(self, state: WalkState) -> Votes:
+        """The compiled chain prior's weights for this question's relation chains (`programs.chains`):
+        none when the program was compiled without gold paths, or the prior is switched off."""
+        if not state.config.chain_prior:
+            return Votes()
+        votes = self.chain_prior.votes(state.question, self.embedder.encode)
+        heaviest = sorted(votes.chains.items(), key=lambda item: -item[1])[:_LOGGED_PRIOR]
+        state.trace.prior_chains = [[" -> ".join(chain), round(weight, 3)] for chain, weight in heaviest]
+        return votes
+
     def _hop(self, state: WalkState, frontier: list[Trail], *, last: bool) -> list[Trail]:
         """One hop: every relation of the frontier followed in one query (CVT nodes stepped through),
         every trail reached kept as a candidate; then, unless this is the plan's last hop, the
@@ -329,11 +342,14 @@ class KGQA(KGProgram):
 
     def _beam(self, state: WalkState, by_label: dict[str, list[Trail]], chosen: list[str]) -> list[tuple[str, float]]:
         """The relations the walk goes on by, with the factor their trails' scores take: the relation
-        prune's choices (1.0), then the others whose chains are most like the question (0.5), up to
-        `beam_width` (retrieval breadth: a poor choice loses no candidate similarity would find)."""
+        prune's choices (1.0), then the others whose chains are most like the question, or begin the
+        chains that training questions like it went by (0.5), up to `beam_width` (retrieval breadth:
+        a poor choice loses no candidate similarity would find)."""
         others = [label for label in by_label if label not in chosen]
         words = [_chain_words(_chain(by_label[label][0])) for label in others]
-        scores = dict(zip(others, self.embedder.similarities(state.question, words))) if others else {}
+        similar = self.embedder.similarities(state.question, words) if others else []
+        weight = state.config.prior_weight
+        scores = {label: s + weight * state.votes.prefix(_relations(by_label[label][0])) for label, s in zip(others, similar)}
         filled = sorted(others, key=lambda label: (-scores[label], label))[: max(0, state.config.beam_width - len(chosen))]
         return [(label, 1.0) for label in chosen] + [(label, 0.5) for label in filled]
 
@@ -403,8 +419,10 @@ class KGQA(KGProgram):
         (the city home to both people), then by similarity to the question, half the relation chain's
         words, half the chain with the answer's name ("mascot team ; championship champion : 2014
         World Series"), with a bonus for a trail the relation prune chose every hop of, at the plan's
-        depth (a bonus, not a rule: a small planner's hop count is often wrong on Freebase). The plan's
-        last hop is not pruned: there only the chain its target names takes the bonus."""
+        depth (a bonus, not a rule: a small planner's hop count is often wrong on Freebase), and the
+        chain prior's weight for the trail's chain (`prior_weight` times the share of the nearest
+        training questions that went by it). The plan's last hop is not pruned: there only the chain
+        its target names takes the bonus."""
         ends = [t for t in state.reached if (t.end.literal or t.end.name) and t.end.id not in state.topic_ids]
         planned_depth = min(len(state.hop_targets) + state.trace.extended_hops, state.depth)
         named_chains = {chain for chain in state.named if len(chain) - 1 == planned_depth}  # the plan's last hop named its relation
@@ -424,7 +442,8 @@ class KGQA(KGProgram):
             label = render.node_label(trail.end)
             planned = (state.config.relation_prune and trail.score >= 1.0 and trail.steps == planned_depth
                        and (_chain(trail) in named_chains if named_chains else pruned_there))
-            score = 0.5 * chain_scores[_chain(trail)] + 0.5 * pair_scores.get(id(trail), 0.0) + _PLANNED_BONUS * planned
+            score = (0.5 * chain_scores[_chain(trail)] + 0.5 * pair_scores.get(id(trail), 0.0) + _PLANNED_BONUS * planned
+                     + state.config.prior_weight * state.votes.chain(_relations(trail)))
             topics[label].add(trail.topic.label)
             if label not in best or score > best[label][0]:
                 best[label] = (score, trail)

@@ -1,6 +1,7 @@
 """A compiled program on disk: `DIR/program.json` (DSPy state, JSON only), `DIR/config.json`
 (graph, profile, LM, knobs, data, optimizer, versions) and, once compiled, `DIR/linking.json` (the
-entity linker's counts and weights). Loading checks the JSON's shape before
+entity linker's counts and weights) and `DIR/chains.json` (the chain prior: training questions and
+their gold relation chains). Loading checks the JSON's shape before
 DSPy sees it, so a tampered file is a clear error and nothing in it is executed."""
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from pathlib import Path
 from kgqa.errors import KGQAError
 from kgqa.kg import KnowledgeGraph
 from kgqa.programs.base import KGProgram
+from kgqa.programs.chains import ChainPrior
 from kgqa.programs.config import WalkConfig
 from kgqa.programs.linking import Linker
 
-PROGRAM_FILE, CONFIG_FILE, LINKING_FILE = "program.json", "config.json", "linking.json"
+PROGRAM_FILE, CONFIG_FILE, LINKING_FILE, CHAINS_FILE = "program.json", "config.json", "linking.json", "chains.json"
 MAX_FILE_BYTES = 50_000_000
 MAX_STRING = 200_000
 _PREDICTOR_KEYS = {"traces", "train", "demos", "signature", "lm"}
@@ -49,6 +51,11 @@ def save_program(program: KGProgram, directory: str | Path, *, settings: dict) -
         linking.write_text(json.dumps(program.linker.to_dict(), ensure_ascii=False))
     else:
         linking.unlink(missing_ok=True)
+    chains = directory / CHAINS_FILE
+    if program.chain_prior.trained:
+        chains.write_text(json.dumps(program.chain_prior.to_dict(), ensure_ascii=False))
+    else:
+        chains.unlink(missing_ok=True)
     saved = {**settings, "walk": program.config.to_dict(), "versions": versions()}
     (directory / CONFIG_FILE).write_text(json.dumps(saved, indent=2, default=str) + "\n")
     return directory
@@ -99,6 +106,14 @@ def load_program(directory: str | Path, kg: KnowledgeGraph, *, settings: dict | 
             program.linker = Linker.from_dict(state)
         except (ValueError, TypeError) as exc:
             raise ProgramFileError(f"{linking}: {exc}") from None
+    chains = directory / CHAINS_FILE
+    if chains.is_file():
+        state = _read_json(chains)
+        _check_strings(state, chains)
+        try:
+            program.chain_prior = ChainPrior.from_dict(state)
+        except (ValueError, TypeError) as exc:
+            raise ProgramFileError(f"{chains}: {exc}") from None
     return program
 
 

@@ -63,6 +63,7 @@ class Trace:
     extended_hops: int = 0
     hops_walked: int = 0
     relation_path: list[list[str]] = field(default_factory=list)  # [relation, "out"|"in"] of the best trail
+    prior_chains: list[list] = field(default_factory=list)  # [chain, weight]: the compiled chain prior's votes, heaviest first
     walk: list[dict] = field(default_factory=list)  # per hop: target, relations offered and chosen, edges reached
     steps: list[dict] = field(default_factory=list)  # each step as it came: {"step", "status": ran|skipped|fell_back, "why"}
     candidates: list[str] = field(default_factory=list)  # the candidate answers shown to path answer extraction

@@ -27,6 +27,16 @@ def test_an_ablation_keeps_the_records_where_its_step_only_skipped(tmp_path):
     assert sorted(kept) == ["a", "e"] and all(r["reused"] == "bootstrap" for r in kept.values())
     # the relation prune's skips still choose a chain: nothing is kept for its ablation
     assert reuse_skipped(tmp_path, "bootstrap-no-relation-prune", "test", ids=sample) == 0
+    # nor for the chain prior's: it ranks every walk, and no step record says where it made no difference
+    assert reuse_skipped(tmp_path, "bootstrap-no-chain-prior", "test", ids=sample) == 0
+
+
+def test_every_switch_has_its_ablation_system():
+    from bench.accuracy import ABLATIONS, SYSTEMS, ablated_step
+    from kgqa.programs import SWITCHES, WalkConfig
+
+    assert "bootstrap-no-chain-prior" in SYSTEMS and set(map(ablated_step, ABLATIONS)) == set(SWITCHES)
+    assert all(not getattr(WalkConfig().without(ablated_step(system)), ablated_step(system)) for system in ABLATIONS)
 
 
 def test_the_dev_split_asks_dev_questions_the_program_was_not_compiled_on(shared_data):

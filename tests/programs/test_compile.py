@@ -199,3 +199,24 @@ def test_a_program_of_either_earlier_strategy_says_to_recompile(kg, directory):
     earlier = Path(__file__).resolve().parents[2] / "bench" / "results" / directory
     with pytest.raises(ProgramFileError, match=r"compiled by an earlier kgqa.*recompile it with `kgqa compile"):
         load_program(earlier, kg)
+
+
+def test_compiling_fits_the_chain_prior_to_the_gold_paths_and_saving_keeps_it(kg, train, tmp_path):
+    from kgqa.evaluate.metrics import gold_relation_paths
+    from kgqa.programs.saving import CHAINS_FILE, ProgramFileError, load_program, save_program
+
+    with dspy.context(lm=gold_oracle(train)):
+        compiled = compile_program(KGQA(kg), "labeled", trainset=train, budget=Budget(demos=2))
+    prior = compiled.chain_prior
+    assert prior.trained and len(prior.questions) == sum(bool(gold_relation_paths(ex)) for ex in train)
+    titanic = prior.questions.index("Who starred in Titanic?")
+    assert prior.chains[titanic] == [tuple(r for r, _ in next(ex for ex in train if ex.question == "Who starred in Titanic?").path)]
+    save_program(compiled, tmp_path / "p", settings={"kg": "demo"})
+    assert load_program(tmp_path / "p", kg).chain_prior == prior
+    save_program(KGQA(kg), tmp_path / "p", settings={"kg": "demo"})  # uncompiled: no stale prior left
+    assert not (tmp_path / "p" / CHAINS_FILE).exists() and not load_program(tmp_path / "p", kg).chain_prior.trained
+    save_program(compiled, tmp_path / "p", settings={"kg": "demo"})
+    path = tmp_path / "p" / CHAINS_FILE
+    path.write_text(json.dumps({**json.loads(path.read_text()), "chains": "rm -rf"}))
+    with pytest.raises(ProgramFileError, match="chains.json: chains must hold"):
+        load_program(tmp_path / "p", kg)

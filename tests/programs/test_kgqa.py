@@ -613,3 +613,24 @@ def test_chains_spread_keeps_rank_order_and_fills_the_places_left():
     assert [c.label for c in _chains_spread(ranked, 3, 1)] == ["a1", "a2", "b1"]  # a2 fills the place left; rank order kept
     assert [c.label for c in _chains_spread(ranked, 3, 3)] == ["a1", "a2", "a3"]
     assert [c.label for c in _chains_spread(ranked, 10, 1)] == ["a1", "a2", "a3", "b1", "a4"]
+
+
+def test_the_compiled_chain_prior_ranks_the_chain_questions_like_this_one_went_by_first(tmp_path):
+    # "what is the home town of Lauren": the words fit home_town; the training questions asked like
+    # it all went by moved_to (as the data labels them), and the prior lifts that chain's end first
+    from kgqa.programs.chains import ChainPrior
+
+    kg = _metaqa_kg(tmp_path, ("Lauren", "home_town", "Laguna Beach"), ("Lauren", "moved_to", "Los Angeles"))
+    question = "what is the home town of [Lauren]"
+    train = [(f"what is the home town of [{name}]", [["moved_to"]]) for name in ("Ann", "Bob", "Carl")]
+    plain = ask(kg, oracle(["home_town", "moved_to"], hops=1), question, extraction=False)
+    assert plain.answers[0] == "Laguna Beach" and plain.trace.prior_chains == []
+    program = KGQA(kg, config=WalkConfig(extraction=False))
+    program.chain_prior = ChainPrior.fit(train)  # as compiling fits it
+    with dspy.context(lm=oracle(["home_town", "moved_to"], hops=1)):
+        lifted = program(question=question)
+    assert lifted.answers[0] == "Los Angeles" and lifted.trace.candidates[0] == "Los Angeles"
+    assert lifted.trace.prior_chains == [["moved_to", pytest.approx(1.0)]]
+    program.config = program.config.without("chain_prior")  # the ablation: as uncompiled
+    with dspy.context(lm=oracle(["home_town", "moved_to"], hops=1)):
+        assert program(question=question).answers[0] == "Laguna Beach"

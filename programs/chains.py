@@ -1,0 +1,107 @@
+"""What training questions teach about relation chains: a compiled prior over the answer's chain.
+
+Complex questions over one graph reuse a small set of relation chains ("films an actor was in" is
+`film.actor.film -> film.performance.film` whoever the actor), and questions asked alike go by
+alike chains. Compiling keeps each training question with its gold relation paths (MetaQA's
+question types, RoG's `ground_paths`: relation ids, directions left out). At answer time the
+questions nearest the one asked (cosine of sentence vectors) vote: a chain's weight is the
+similarity-weighted share of those neighbours whose gold paths include it, in 0..1, and a prefix
+of a chain (the relations a walk has taken so far) gets the share whose gold paths start with it.
+The walk ranks candidate answers and fills its beam with these weights beside question similarity
+(`programs/kgqa.py`): retrieval-augmented relation planning, no LLM call.
+
+Saved as `chains.json` beside the program (`programs.saving`); an uncompiled program has an empty
+prior, and every weight is 0.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+Chain = tuple[str, ...]
+NEIGHBOURS = 10  # training questions that vote on one question's chains
+MIN_SIMILARITY = 0.3  # a neighbour less like the question than this has no vote
+_MAX_QUESTIONS = 20_000  # kept at most (a prior of every question a large trainset has, not unbounded)
+
+
+@dataclass
+class Votes:
+    """One question's weights: for whole chains (`chain`) and for the chains' prefixes (`prefix`)."""
+
+    chains: dict[Chain, float] = field(default_factory=dict)
+    prefixes: dict[Chain, float] = field(default_factory=dict)
+
+    def chain(self, relations: Sequence[str]) -> float:
+        return self.chains.get(tuple(relations), 0.0)
+
+    def prefix(self, relations: Sequence[str]) -> float:
+        return self.prefixes.get(tuple(relations), 0.0)
+
+
+@dataclass
+class ChainPrior:
+    """Training questions and their gold relation chains; `votes(question, encode)` weighs chains."""
+
+    questions: list[str] = field(default_factory=list)
+    chains: list[list[Chain]] = field(default_factory=list)
+    neighbours: int = NEIGHBOURS
+    _vectors: object = field(default=None, repr=False, compare=False)
+
+    @property
+    def trained(self) -> bool:
+        return bool(self.questions)
+
+    @classmethod
+    def fit(cls, labeled: Iterable[tuple[str, Sequence[Sequence[str]]]], *, neighbours: int = NEIGHBOURS) -> ChainPrior:
+        """Every training question that has gold relation paths (`(question, paths)` pairs), and its paths."""
+        questions, chains = [], []
+        for question, paths in labeled:
+            paths = list(dict.fromkeys(tuple(p) for p in paths if p))
+            if paths and len(questions) < _MAX_QUESTIONS:
+                questions.append(str(question))
+                chains.append(paths)
+        return cls(questions, chains, neighbours)
+
+    def votes(self, question: str, encode: Callable) -> Votes:
+        """The weights the `neighbours` training questions most like `question` give chains."""
+        if not self.trained:
+            return Votes()
+        if self._vectors is None:
+            self._vectors = encode(self.questions)
+        similarities = self._vectors @ encode([question])[0]
+        nearest = sorted(range(len(self.questions)), key=lambda i: -similarities[i])[: self.neighbours]
+        voters = [(i, float(similarities[i])) for i in nearest if similarities[i] >= MIN_SIMILARITY]
+        total = sum(weight for _, weight in voters)
+        if not total:
+            return Votes()
+        chains: dict[Chain, float] = defaultdict(float)
+        prefixes: dict[Chain, float] = defaultdict(float)
+        for i, weight in voters:
+            for chain in self.chains[i]:
+                chains[chain] += weight / total
+            for prefix in {chain[:n] for chain in self.chains[i] for n in range(1, len(chain) + 1)}:
+                prefixes[prefix] += weight / total
+        return Votes({c: min(w, 1.0) for c, w in chains.items()}, {p: min(w, 1.0) for p, w in prefixes.items()})
+
+    def to_dict(self) -> dict:
+        return {"version": 1, "neighbours": self.neighbours, "questions": self.questions,
+                "chains": [[list(chain) for chain in chains] for chains in self.chains]}
+
+    @classmethod
+    def from_dict(cls, state: object) -> ChainPrior:
+        """A saved prior, its shape checked (a tampered file is a clear error)."""
+        if not isinstance(state, dict) or state.get("version") != 1:
+            raise ValueError("not a kgqa chain prior (version 1)")
+        questions, chains, neighbours = state.get("questions"), state.get("chains"), state.get("neighbours")
+        if not isinstance(neighbours, int) or neighbours < 1:
+            raise ValueError("neighbours must be a positive integer")
+        if not isinstance(questions, list) or not all(isinstance(q, str) for q in questions):
+            raise ValueError("questions must be a list of strings")
+        if not isinstance(chains, list) or len(chains) != len(questions) or not all(
+            isinstance(paths, list) and all(isinstance(p, list) and p and all(isinstance(r, str) for r in p) for p in paths)
+            for paths in chains
+        ):
+            raise ValueError("chains must hold, for each question, a list of relation lists")
+        return cls(list(questions), [[tuple(p) for p in paths] for paths in chains], neighbours)

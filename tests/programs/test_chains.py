@@ -1,0 +1,69 @@
+"""The chain prior: training questions vote for the relation chains questions like them went by."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kgqa.programs.chains import ChainPrior
+from kgqa.programs.embedder import Embedder
+
+ACTED = ("film.actor.film", "film.performance.film")
+BORN = ("people.person.place_of_birth",)
+DIRECTED = ("film.film.directed_by",)
+
+TRAIN = [
+    ("What movies did Tom Hanks star in?", [list(ACTED)]),
+    ("Which films has Miley Cyrus acted in?", [list(ACTED)]),
+    ("What films did Ron Howard appear in?", [list(ACTED), list(DIRECTED)]),
+    ("Where was Barack Obama born?", [list(BORN)]),
+    ("What city was Lauren Conrad born in?", [list(BORN)]),
+    ("What is the capital of France?", []),  # no gold path: not kept
+]
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    return Embedder()
+
+
+def test_fit_keeps_the_questions_with_gold_paths_each_path_once():
+    prior = ChainPrior.fit([*TRAIN, ("Where was Obama born?", [list(BORN), list(BORN)])])
+    assert prior.trained
+    assert "What is the capital of France?" not in prior.questions
+    assert prior.chains[-1] == [BORN]
+    assert not ChainPrior().trained
+
+
+def test_the_nearest_questions_vote_for_their_chains_and_prefixes(embedder):
+    prior = ChainPrior.fit(TRAIN, neighbours=3)
+    votes = prior.votes("Which movies did Julia Roberts star in?", embedder.encode)
+    assert votes.chain(ACTED) > 0.9  # all three film questions went by it
+    assert 0 < votes.chain(DIRECTED) < votes.chain(ACTED)
+    assert votes.chain(BORN) == 0.0  # not among the three nearest
+    assert votes.prefix(ACTED[:1]) == pytest.approx(votes.chain(ACTED))
+    assert votes.chain(ACTED[:1]) == 0.0  # a prefix is no whole chain
+    born = prior.votes("In which town was Abraham Lincoln born?", embedder.encode)
+    assert max(born.chains, key=born.chains.get) == BORN
+
+
+def test_an_untrained_prior_or_an_unlike_question_has_no_votes(embedder):
+    assert ChainPrior().votes("Which movies did Julia Roberts star in?", embedder.encode).chains == {}
+    prior = ChainPrior.fit(TRAIN)
+    assert prior.votes("zxq vrrp 9931 kk", embedder.encode).chains == {}  # nothing similar enough to vote
+
+
+def test_it_round_trips_through_json_and_rejects_a_tampered_file(embedder):
+    prior = ChainPrior.fit(TRAIN, neighbours=4)
+    copy = ChainPrior.from_dict(json.loads(json.dumps(prior.to_dict())))
+    assert copy == prior
+    question = "Where was Lauren Conrad born?"
+    assert copy.votes(question, embedder.encode) == prior.votes(question, embedder.encode)
+    state = prior.to_dict()
+    for bad, message in [({**state, "version": 2}, "version 1"), ({**state, "neighbours": 0}, "neighbours"),
+                         ({**state, "questions": state["questions"][:-1]}, "chains must hold"),
+                         ({**state, "chains": [[["ok"], []]] * len(state["questions"])}, "chains must hold"),
+                         ({**state, "questions": [1] * len(state["questions"])}, "questions must be")]:
+        with pytest.raises(ValueError, match=message):
+            ChainPrior.from_dict(bad)
