@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import platform
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
@@ -98,23 +99,21 @@ def load_program(directory: str | Path, kg: KnowledgeGraph, *, settings: dict | 
         program.load_state(state)
     except Exception as exc:  # DSPy raises many kinds on a state that does not fit
         raise ProgramFileError(f"{path}: cannot load: {type(exc).__name__}: {exc}") from None
-    linking = directory / LINKING_FILE
-    if linking.is_file():
-        state = _read_json(linking)
-        _check_strings(state, linking)
-        try:
-            program.linker = Linker.from_dict(state)
-        except (ValueError, TypeError) as exc:
-            raise ProgramFileError(f"{linking}: {exc}") from None
-    chains = directory / CHAINS_FILE
-    if chains.is_file():
-        state = _read_json(chains)
-        _check_strings(state, chains)
-        try:
-            program.chain_prior = ChainPrior.from_dict(state)
-        except (ValueError, TypeError) as exc:
-            raise ProgramFileError(f"{chains}: {exc}") from None
+    if (directory / LINKING_FILE).is_file():
+        program.linker = _read_part(directory / LINKING_FILE, Linker.from_dict)
+    if (directory / CHAINS_FILE).is_file():
+        program.chain_prior = _read_part(directory / CHAINS_FILE, ChainPrior.from_dict)
     return program
+
+
+def _read_part(path: Path, parse: Callable[[object], object]) -> object:
+    """A compiled part saved beside the program (the linker, the chain prior), its shape checked by `parse`."""
+    state = _read_json(path)
+    _check_strings(state, path)
+    try:
+        return parse(state)
+    except (ValueError, TypeError) as exc:
+        raise ProgramFileError(f"{path}: {exc}") from None
 
 
 def _read_json(path: Path) -> object:
