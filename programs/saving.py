@@ -47,19 +47,20 @@ def save_program(program: KGProgram, directory: str | Path, *, settings: dict) -
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     program.save(str(directory / PROGRAM_FILE))
-    linking = directory / LINKING_FILE
-    if program.linker.trained:
-        linking.write_text(json.dumps(program.linker.to_dict(), ensure_ascii=False))
-    else:
-        linking.unlink(missing_ok=True)
-    chains = directory / CHAINS_FILE
-    if program.chain_prior.trained:
-        chains.write_text(json.dumps(program.chain_prior.to_dict(), ensure_ascii=False))
-    else:
-        chains.unlink(missing_ok=True)
+    _write_part(directory / LINKING_FILE, program.linker)
+    _write_part(directory / CHAINS_FILE, program.chain_prior)
     saved = {**settings, "walk": program.config.to_dict(), "versions": versions()}
     (directory / CONFIG_FILE).write_text(json.dumps(saved, indent=2, default=str) + "\n")
     return directory
+
+
+def _write_part(path: Path, part: Linker | ChainPrior) -> None:
+    """A compiled part beside the program (the linker, the chain prior): written once trained; an
+    untrained one leaves no file, so a stale part of an earlier compile is removed."""
+    if part.trained:
+        path.write_text(json.dumps(part.to_dict(), ensure_ascii=False))
+    else:
+        path.unlink(missing_ok=True)
 
 
 def read_settings(directory: str | Path) -> dict:
