@@ -6,6 +6,7 @@ import gzip
 import json
 import random
 
+import dspy
 import pytest
 
 from bench.accuracy import reuse_skipped
@@ -92,3 +93,28 @@ def test_a_types_sample_smaller_than_per_hop_gets_its_table_once_every_question_
     _, missing = write_outputs(bench, tmp_path, ["bootstrap"], 1000)
     table = (tmp_path / "table.md").read_text()
     assert missing == [] and f"| bootstrap | test | {len(asked)} | 1.000 |" in table and f"superlative (n={len(asked)})" in table
+
+
+def test_candidate_recall_is_also_given_over_the_answerable_questions_alone():
+    from bench.accuracy import by_type
+    from kgqa.programs.trace import Trace
+
+    def example(i, kind, graph):
+        return dspy.Example(id=i, question=f"q{i}", answers=["Paris"], topic_entities=["France"], graph=graph,
+                            compositionality_type=kind).with_inputs("question")
+
+    examples = [example("a", "composition", [["France", "location.country.capital", "Paris"]]),
+                example("b", "composition", [["France", "location.country.currency", "Euro"]]),  # Paris is not in its graph
+                example("c", "conjunction", [["France", "location.country.capital", "Paris"]])]
+
+    def record(i, hit, shown):
+        trace = Trace()
+        trace.candidates = shown
+        return {"id": i, "gold": {"answers": ["Paris"]}, "scores": {"hits1": hit}, "trace": trace.to_dict()}
+
+    records = {"bootstrap": {"a": record("a", 1.0, ["Paris"]), "b": record("b", 0.0, ["Euro"]), "c": record("c", 0.0, ["Lyon"])}}
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[1:] for line in by_type(records, examples).splitlines()[2:]}
+    assert rows["answerable@3 (ceiling)"] == ["0.500", "1.000", "0.667 |"]
+    assert rows["bootstrap"] == ["0.500", "0.000", "0.333 |"]
+    # over the two answerable questions only: "a" showed Paris, "c" did not; "b" has no gold answer to show
+    assert rows["bootstrap: candidate recall of the answerable"] == ["1.000", "0.000", "0.500 |"]
