@@ -152,10 +152,14 @@ class Answering:
                 return
 
     def warm_up(self) -> None:
-        """Load what the first question would otherwise wait for (the embedding model)."""
+        """Load what the first question would otherwise wait for: the embedding model, and the
+        vectors of the chain prior's training questions."""
         embedder = getattr(self.program, "embedder", None)
         if embedder is not None:
             embedder.similarities("warm up", ["the embedding model"])
+            prior = getattr(self.program, "chain_prior", None)
+            if prior is not None:
+                prior.warm(embedder.encode)
 
     def lm_health(self, *, busy: bool) -> dict:
         """Whether the LM answers: a one-token call; while questions run, their last LLM answer

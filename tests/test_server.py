@@ -233,3 +233,17 @@ def test_concurrent_clients_are_all_answered(served):
     for t in threads:
         t.join(timeout=120)
     assert results == [200] * 20
+
+
+def test_warming_up_loads_the_embedder_and_the_chain_prior_before_the_first_request(embedded_demo_kg):
+    import dspy
+
+    from kgqa.programs.chains import ChainPrior
+    from kgqa.server import Answering
+
+    program = KGQA(embedded_demo_kg)
+    program.chain_prior = ChainPrior.fit([("Who directed Parasite?", [["film.film.directed_by"]])])
+    answering = Answering(program, lm=dspy.utils.DummyLM([]), adapter=dspy.JSONAdapter(), kg=embedded_demo_kg)
+    assert program.chain_prior._vectors is None
+    answering.warm_up()
+    assert program.chain_prior._vectors is not None and len(program.chain_prior._vectors) == 1

@@ -67,3 +67,21 @@ def test_it_round_trips_through_json_and_rejects_a_tampered_file(embedder):
                          ({**state, "questions": [1] * len(state["questions"])}, "questions must be")]:
         with pytest.raises(ValueError, match=message):
             ChainPrior.from_dict(bad)
+
+
+def test_warming_encodes_the_training_questions_once_before_the_first_question(embedder):
+    asked: list[list[str]] = []
+
+    def encode(texts):
+        asked.append(list(texts))
+        return embedder.encode(texts)
+
+    prior = ChainPrior.fit(TRAIN, neighbours=3)
+    prior.warm(encode)
+    prior.warm(encode)
+    assert asked == [prior.questions]
+    votes = prior.votes("Which movies did Meg Ryan star in?", encode)
+    assert asked[1:] == [["Which movies did Meg Ryan star in?"]]  # the question alone, the training questions not again
+    assert votes.chain(ACTED) > 0.5
+    ChainPrior().warm(encode)  # an untrained prior has nothing to encode
+    assert len(asked) == 2
