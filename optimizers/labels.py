@@ -12,11 +12,12 @@ the gold path. Labels are read at compile time only: the compiled program never 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
 
 import dspy
 
-from kgqa.evaluate.metrics import gold_paths, gold_relation_paths, same_answer
+from kgqa.evaluate.metrics import gold_paths, gold_relation_paths, normalize, same_answer
 from kgqa.kg import Direction, KnowledgeGraph
 from kgqa.lm.scripted import scripted_lm
 from kgqa.programs.kgqa import hop_kind
@@ -56,6 +57,54 @@ def _walk_undirected(kg: KnowledgeGraph, topics: list[str], relations: list[str]
         frontier = [n.id for n in reached.values() if not n.literal]
     ends = [n.label for n in reached.values()]
     return walked if any(same_answer(end, gold) for end in ends for gold in answers) else []
+
+
+def walked_chains(example: dspy.Example, *, skips: Callable[[str], bool] | None = None, longest: int = 3) -> list[list[str]]:
+    """The relation chains (directions left out) that answer `example` in its own graph, the chain
+    prior's labels: where the row carries the subgraph retrieved for it (RoG's `graph`), the
+    shortest chains of at most `longest` relations from a topic entity to a gold answer in it,
+    relations the profile `skips` left out; [] when no gold answer is that near. Without a graph,
+    the gold relation paths as the data gives them (MetaQA's question type, the demo's `path`).
+
+    Not RoG's `ground_paths` where a graph is at hand: those are shortest paths in the whole of
+    Freebase, and on CWQ-mini most of them do not hold in the row's graph (Freebase names each
+    relation twice, `film.director.film` and `film.film.directed_by`, and the graph keeps one;
+    hub paths such as `people.person.nationality -> film.film.country` run through edges it lacks),
+    so they vote for chains no walk here can take (`bench/chain_prior.py` measures both)."""
+    if not getattr(example, "graph", None):
+        return gold_relation_paths(example)
+    golds = {normalize(answer) for answer in example.answers} - {""}
+    for layer in graph_chains(example, skips=skips, longest=longest):
+        hits = [chain for chain, ends in layer.items() if any(normalize(end) in golds for end in ends)]
+        if hits:
+            return [list(chain) for chain in hits]
+    return []
+
+
+def graph_chains(
+    example: dspy.Example, *, skips: Callable[[str], bool] | None = None, longest: int = 3
+) -> Iterator[dict[tuple[str, ...], set[str]]]:
+    """The relation chains from the topic entities of `example` in its own `graph` (edges walked
+    either way), one length at a time, 1 to `longest`: each chain with the nodes it ends at (never
+    the topic entity it started from), relations `skips` names left out."""
+    around: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for head, relation, tail in getattr(example, "graph", None) or ():
+        if not (skips and skips(relation)):
+            around[head][relation].add(tail)
+            around[tail][relation].add(head)
+    layers = {topic: {(): {topic}} for topic in dict.fromkeys(example.topic_entities) if topic in around}
+    for _ in range(longest):
+        merged: dict[tuple[str, ...], set[str]] = defaultdict(set)
+        for topic, layer in layers.items():
+            onward: dict[tuple[str, ...], set[str]] = defaultdict(set)
+            for chain, nodes in layer.items():
+                for node in nodes:
+                    for relation, ends in around[node].items():
+                        onward[(*chain, relation)] |= ends - {topic}
+            layers[topic] = onward
+            for chain, ends in onward.items():
+                merged[chain] |= ends
+        yield merged
 
 
 def hop_targets(example: dspy.Example, path: Sequence[tuple[str, str | None]] | None = None) -> list[str]:

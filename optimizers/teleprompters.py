@@ -7,7 +7,9 @@ question and answers, which no intermediate step of the walk can use as a demo. 
 trainset has gold paths, the plan step's demos are a pool of gold plans, `plan_demos` of each chain
 length; a walk shows each question the few nearest it (`WalkConfig.demos_per_call`). Every
 teleprompter but `none` also fits the linker of questions without ids (`programs.linking`) to the
-trainset's gold topic entities, and the chain prior (`programs.chains`) to its gold relation paths.
+trainset's gold topic entities, and the chain prior (`programs.chains`) to the relation chains that
+answer each training question (`optimizers.labels.walked_chains`: in the row's own graph where it
+has one, else its gold relation paths).
 """
 
 from __future__ import annotations
@@ -18,9 +20,17 @@ from dataclasses import dataclass
 
 import dspy
 
-from kgqa.evaluate.metrics import feedback, gold_relation_paths, walk_metric
+from kgqa.evaluate.metrics import feedback, walk_metric
 from kgqa.kg import KGError, KnowledgeGraph
-from kgqa.optimizers.labels import answer_demos, interleave_depths, labeled_teacher, plan_demos, step_demos, topic_demos
+from kgqa.optimizers.labels import (
+    answer_demos,
+    interleave_depths,
+    labeled_teacher,
+    plan_demos,
+    step_demos,
+    topic_demos,
+    walked_chains,
+)
 from kgqa.programs.chains import ChainPrior
 from kgqa.programs.linking import Linker
 
@@ -189,8 +199,10 @@ def compile_program(
             if pool:
                 getattr(compiled, name).demos = pool
     if hasattr(compiled, "chain_prior"):
-        # last, so the demo pools above were walked as a question outside the trainset is: without its own vote
-        compiled.chain_prior = ChainPrior.fit((ex.question, gold_relation_paths(ex)) for ex in trainset)
+        # last, so the demo pools above were walked as a question outside the trainset is: without its own vote;
+        # labeled by the chains that answer each question in its own graph where the row has one
+        skips = kg.profile.skips if kg is not None else None
+        compiled.chain_prior = ChainPrior.fit((ex.question, walked_chains(ex, skips=skips)) for ex in trainset)
     return compiled
 
 

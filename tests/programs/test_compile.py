@@ -201,6 +201,21 @@ def test_a_program_of_either_earlier_strategy_says_to_recompile(kg, directory):
         load_program(earlier, kg)
 
 
+def test_compiling_labels_the_chain_prior_with_the_chains_that_answer_in_a_rows_own_graph(kg, train):
+    titanic = next(ex for ex in train if ex.question == "Who starred in Titanic?")
+    star = titanic.answers[0]
+    # a RoG-style row: its own graph reaches the answer by a relation its gold path does not name
+    row = titanic.copy(graph=[[titanic.topic_entities[0], "film.film.starring_cast", star],
+                              [titanic.topic_entities[0], "common.topic.notable_types", star]])
+    trainset = [row if ex is titanic else ex for ex in train]
+    with dspy.context(lm=gold_oracle(train)):
+        compiled = compile_program(KGQA(kg), "labeled", trainset=trainset, budget=Budget(demos=2))
+    prior = compiled.chain_prior
+    assert prior.chains[prior.questions.index("Who starred in Titanic?")] == [("film.film.starring_cast",)]  # common. is skipped
+    other = next(ex for ex in train if ex.question != titanic.question and ex.path)  # rows without a graph: their gold paths
+    assert prior.chains[prior.questions.index(other.question)] == [tuple(r for r, _ in other.path)]
+
+
 def test_compiling_fits_the_chain_prior_to_the_gold_paths_and_saving_keeps_it(kg, train, tmp_path):
     from kgqa.evaluate.metrics import gold_relation_paths
     from kgqa.programs.saving import CHAINS_FILE, ProgramFileError, load_program, save_program
