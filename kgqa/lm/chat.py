@@ -40,5 +40,27 @@ def spelled(schema: dict | bool, dialect: str) -> dict:
     if schema is True:
         return {"type": "json_object"}
     if dialect == "json_object":
-        return {"type": "json_object", "schema": schema}
+        return {"type": "json_object", "schema": grammar_safe(schema)}
     return {"type": "json_schema", "json_schema": {"name": "outputs", "schema": schema}}
+
+
+def grammar_safe(schema: object) -> object:
+    """The schema with `"` and `\\` in its enum and const strings written `'` and `/`.
+    llama-cpp-python's schema-to-grammar converter escapes those two wrongly inside a literal, and
+    llama.cpp then fails to parse the grammar and aborts the whole process (a candidate fact such as
+    `... Op. 8 No. 4/RV 297 "Winter"` did it). The model writes the near spelling, and every choice is
+    snapped back to its candidate by the program (`KGProgram._checked_choice`)."""
+    if isinstance(schema, list):
+        return [grammar_safe(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    safe = {key: grammar_safe(value) for key, value in schema.items()}
+    if isinstance(safe.get("enum"), list):
+        safe["enum"] = list(dict.fromkeys(_literal(v) for v in safe["enum"]))
+    if "const" in safe:
+        safe["const"] = _literal(safe["const"])
+    return safe
+
+
+def _literal(value: object) -> object:
+    return value.replace('"', "'").replace("\\", "/") if isinstance(value, str) else value
