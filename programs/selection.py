@@ -1,7 +1,7 @@
 """Checking a model's selections against the candidates it was given.
 
 A selection is kept if it equals a candidate, equals one after normalization (case, spacing,
-quotes), or is close enough to one (difflib ratio >= cutoff) to snap to it. Everything else
+quotes, a backslash read as a slash), or is close enough to one (difflib ratio >= cutoff) to snap to it. Everything else
 is dropped and counted: the walk never follows a relation or entity the model made up.
 """
 
@@ -21,7 +21,8 @@ class Selection:
 
 
 def _normal(text: str) -> str:
-    return normalize_label(text.strip().strip("\"'`[]()").strip())
+    # a backslash reads as a slash: the local engine's grammar respells one so (`kgqa.lm.chat.grammar_safe`)
+    return normalize_label(text.strip().strip("\"'`[]()").strip().replace("\\", "/"))
 
 
 def select(outputs: Iterable[object], candidates: Sequence[str], *, cutoff: float, limit: int | None = None) -> Selection:

@@ -75,6 +75,23 @@ def test_a_json_schema_constrains_the_local_model_to_the_candidates(lm):
     assert lm.local_engine.stats.calls[-1]["completion_tokens"] < 20  # '{"picked": ["crimson"]}' and no more
 
 
+def test_a_candidate_with_quotes_and_a_backslash_is_offered_without_aborting_the_engine(lm):
+    from kgqa.lm.adapter import ConstrainedJSONAdapter, choices
+
+    class Pick(dspy.Signature):
+        """Pick the candidate that is a colour."""
+
+        candidates: list[str] = dspy.InputField()
+        picked: list[str] = dspy.OutputField()
+
+    # llama-cpp-python's grammar of these literals once failed to parse and llama.cpp aborted the process
+    offered = ['a table called "Winter"', 'the colour "crimson"', "AC\\DC"]
+    signature = Pick.with_updated_fields("picked", type_=choices(offered, at_most=1))
+    with dspy.context(lm=lm, adapter=ConstrainedJSONAdapter()):
+        prediction = dspy.Predict(signature)(candidates=offered)
+    assert prediction.picked == ["the colour 'crimson'"]  # respelled for the grammar; the program snaps it back
+
+
 def test_the_compact_adapter_keeps_the_answer_short(lm):
     from kgqa.lm.adapter import CompactChatAdapter
 
