@@ -58,38 +58,31 @@ def test_repeated_prefixes_are_not_processed_again(lm):
     assert all(c["processed_tokens"] < c["prompt_tokens"] // 3 for c in later), lm.local_engine.stats.calls[-3:]
 
 
-def test_a_json_schema_constrains_the_local_model_to_the_candidates(lm):
+class Pick(dspy.Signature):
+    """Pick the candidate that is a colour."""
+
+    candidates: list[str] = dspy.InputField()
+    picked: list[str] = dspy.OutputField()
+
+
+def pick_one(lm, offered: list[str]) -> list[str]:
+    """The constrained choice of one of `offered`, as the program's steps make it."""
     from kgqa.lm.adapter import ConstrainedJSONAdapter, choices
 
-    class Pick(dspy.Signature):
-        """Pick the candidate that is a colour."""
-
-        candidates: list[str] = dspy.InputField()
-        picked: list[str] = dspy.OutputField()
-
-    offered = ["table", "crimson", "seven"]
     signature = Pick.with_updated_fields("picked", type_=choices(offered, at_most=1))
     with dspy.context(lm=lm, adapter=ConstrainedJSONAdapter()):
-        prediction = dspy.Predict(signature)(candidates=offered)
-    assert prediction.picked == ["crimson"]
+        return dspy.Predict(signature)(candidates=offered).picked
+
+
+def test_a_json_schema_constrains_the_local_model_to_the_candidates(lm):
+    assert pick_one(lm, ["table", "crimson", "seven"]) == ["crimson"]
     assert lm.local_engine.stats.calls[-1]["completion_tokens"] < 20  # '{"picked": ["crimson"]}' and no more
 
 
 def test_a_candidate_with_quotes_and_a_backslash_is_offered_without_aborting_the_engine(lm):
-    from kgqa.lm.adapter import ConstrainedJSONAdapter, choices
-
-    class Pick(dspy.Signature):
-        """Pick the candidate that is a colour."""
-
-        candidates: list[str] = dspy.InputField()
-        picked: list[str] = dspy.OutputField()
-
     # llama-cpp-python's grammar of these literals once failed to parse and llama.cpp aborted the process
-    offered = ['a table called "Winter"', 'the colour "crimson"', "AC\\DC"]
-    signature = Pick.with_updated_fields("picked", type_=choices(offered, at_most=1))
-    with dspy.context(lm=lm, adapter=ConstrainedJSONAdapter()):
-        prediction = dspy.Predict(signature)(candidates=offered)
-    assert prediction.picked == ["the colour 'crimson'"]  # respelled for the grammar; the program snaps it back
+    picked = pick_one(lm, ['a table called "Winter"', 'the colour "crimson"', "AC\\DC"])
+    assert picked == ["the colour 'crimson'"]  # respelled for the grammar; the program snaps it back
 
 
 def test_the_compact_adapter_keeps_the_answer_short(lm):
