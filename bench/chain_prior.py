@@ -30,9 +30,9 @@ stay_offline()
 import dspy  # noqa: E402
 
 from kgqa.data.rog import load_rog  # noqa: E402
-from kgqa.evaluate.metrics import gold_relation_paths, normalize  # noqa: E402
+from kgqa.evaluate.metrics import gold_relation_paths  # noqa: E402
 from kgqa.kg.profiles import ROG  # noqa: E402
-from kgqa.optimizers.labels import graph_chains, walked_chains  # noqa: E402
+from kgqa.optimizers.labels import gold_among, graph_chains, walked_chains  # noqa: E402
 from kgqa.programs.chains import ChainPrior  # noqa: E402
 from kgqa.programs.embedder import Embedder  # noqa: E402
 
@@ -48,15 +48,10 @@ def reached(example: dspy.Example) -> Chains:
     return offered
 
 
-def _answers(example: dspy.Example, ends: set[str]) -> bool:
-    golds = {normalize(answer) for answer in example.answers} - {""}
-    return any(normalize(end) in golds for end in ends)
-
-
 def holding_ground_paths(example: dspy.Example) -> list[list[str]]:
     """RoG's ground paths that reach a gold answer in the row's own graph."""
     offered = reached(example)
-    return [path for path in gold_relation_paths(example) if _answers(example, offered.get(tuple(path), set()))]
+    return [path for path in gold_relation_paths(example) if gold_among(example, offered.get(tuple(path), set()))]
 
 
 LABELINGS: dict[str, Callable[[dspy.Example], list[list[str]]]] = {
@@ -79,7 +74,7 @@ def score(prior: ChainPrior, scored: Sequence[dspy.Example], offered: Sequence[C
     for example, chains in zip(scored, offered):
         votes = prior.votes(example.question, encode)
         ranked = sorted((c for c in chains if votes.chain(c) > 0), key=lambda c: (-votes.chain(c), c))
-        good = [_answers(example, chains[c]) for c in ranked]
+        good = [gold_among(example, chains[c]) for c in ranked]
         first += bool(good) and good[0]
         first3 += any(good[:3])
         voted += bool(ranked)

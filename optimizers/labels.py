@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import dspy
 
@@ -73,12 +73,17 @@ def walked_chains(example: dspy.Example, *, skips: Callable[[str], bool] | None 
     so they vote for chains no walk here can take (`bench/chain_prior.py` measures both)."""
     if not getattr(example, "graph", None):
         return gold_relation_paths(example)
-    golds = {normalize(answer) for answer in example.answers} - {""}
     for layer in graph_chains(example, skips=skips, longest=longest):
-        hits = [chain for chain, ends in layer.items() if any(normalize(end) in golds for end in ends)]
+        hits = [chain for chain, ends in layer.items() if gold_among(example, ends)]
         if hits:
             return [list(chain) for chain in hits]
     return []
+
+
+def gold_among(example: dspy.Example, nodes: Iterable[str]) -> bool:
+    """Some node names a gold answer of `example` (names compared normalized, as `same_answer` does)."""
+    golds = {normalize(answer) for answer in example.answers} - {""}
+    return any(normalize(node) in golds for node in nodes)
 
 
 def graph_chains(
