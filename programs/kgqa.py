@@ -21,7 +21,7 @@
 | fact filter | `_filter_facts` | `filter_facts` | `FilterFacts` | signatures/facts.py | the question sets no condition; no facts about the candidates |
 | memory update | `_update_memory` | `update_memory` | `UpdateMemory` | signatures/memory.py | the question names one entity |
 | answer sufficiency | `_go_further` | `check_sufficiency` | `CheckSufficiency` | signatures/answer.py | at the deepest hop; extensions used up; the walk already went past the plan; nothing reached; the best path goes by the relation the plan's last hop names |
-| path answer extraction | `_extract` | `extract_answers` | `ExtractAnswers` | signatures/answer.py | one candidate, or one relation chain; one candidate reached from more topic entities than any other; the question sets no condition and the best path, from every topic entity, goes by the relation the plan's last hop names |
+| path answer extraction | `_extract` | `extract_answers` | `ExtractAnswers` | signatures/answer.py | one candidate, or one relation chain; one candidate where the paths from the most topic entities meet in fewer hops than at any other; the question sets no condition and the best path, from every topic entity, goes by the relation the plan's last hop names |
 | reflection | `_reflect` | `reflect` | `Reflect` | signatures/reflect.py | no dead end |
 
 Every step can be switched off (`WalkConfig`), and the trace records, for each step, whether it ran,
@@ -86,11 +86,13 @@ __all__ = ["KGQA", "Candidate", "hop_kind", "question_shape"]
 
 @dataclass(frozen=True)
 class Candidate:
-    """One answer the walk reached: its best trail, and how many topic entities reach it."""
+    """One answer the walk reached: its best trail, how many topic entities reach it, and in how many
+    hops in all (each topic entity's shortest trail to it, summed): where their paths meet."""
 
     label: str
     trail: Trail
     topics: int
+    meets: int = 0
 
     @property
     def path(self) -> str:
@@ -416,7 +418,9 @@ class KGQA(KGProgram):
 
     def _rank(self, state: WalkState) -> list[Candidate]:
         """Every answer reached, each with its best trail: first those more topic entities reach
-        (the city home to both people), then by similarity to the question, half the relation chain's
+        (the city home to both people), among them first where their paths meet in fewest hops (each
+        topic entity's shortest trail there, summed: the film one directed and the other starred in,
+        before its sequel a hop further), then by similarity to the question, half the relation chain's
         words, half the chain with the answer's name ("mascot team ; championship champion : 2014
         World Series"), with a bonus for a trail the relation prune chose every hop of, at the plan's
         depth (a bonus, not a rule: a small planner's hop count is often wrong on Freebase), and the
@@ -437,18 +441,20 @@ class KGQA(KGProgram):
         named = self.embedder.similarities(state.question, [f"{_chain_words(_chain(t))} : {render.node_label(t.end)}" for t in pairs])
         pair_scores = {id(t): s for t, s in zip(pairs, named)}
         best: dict[str, tuple[float, Trail]] = {}
-        topics: dict[str, set[str]] = defaultdict(set)
+        topics: dict[str, dict[str, int]] = defaultdict(dict)  # label -> topic entity -> its fewest hops there
         for trail in ends:
             label = render.node_label(trail.end)
             planned = (state.config.relation_prune and trail.score >= 1.0 and trail.steps == planned_depth
                        and (_chain(trail) in named_chains if named_chains else pruned_there))
             score = (0.5 * chain_scores[_chain(trail)] + 0.5 * pair_scores.get(id(trail), 0.0) + _PLANNED_BONUS * planned
                      + state.config.prior_weight * state.votes.chain(_relations(trail)))
-            topics[label].add(trail.topic.label)
+            hops = topics[label].get(trail.topic.label)
+            topics[label][trail.topic.label] = trail.steps if hops is None else min(hops, trail.steps)
             if label not in best or score > best[label][0]:
                 best[label] = (score, trail)
-        ranked = sorted(best, key=lambda label: (-len(topics[label]), -best[label][0], label))
-        return [Candidate(label, best[label][1], len(topics[label])) for label in ranked]
+        meets = {label: sum(hops.values()) if len(hops) > 1 else 0 for label, hops in topics.items()}
+        ranked = sorted(best, key=lambda label: (-len(topics[label]), meets[label], -best[label][0], label))
+        return [Candidate(label, best[label][1], len(topics[label]), meets[label]) for label in ranked]
 
     def _filter_facts(self, state: WalkState, candidates: list[Candidate]) -> None:
         """The fact filter: of the facts about the candidates shown to extraction (their relations to
@@ -558,9 +564,9 @@ class KGQA(KGProgram):
         chosen, extracted = [shown[0]], False
         if not state.config.extraction:
             state.trace.record("extraction", "skipped", "switched off: the first ranked")
-        elif len(shown) == 1 and shown[0].topics > 1:
-            state.trace.record("extraction", "skipped", f"one candidate is reached from {shown[0].topics} topic entities, "
-                               "more than any other: it answers")
+        elif self._meeting_point(state, shown):
+            state.trace.record("extraction", "skipped", f"the paths from {shown[0].topics} topic entities meet nearest at one "
+                               f"candidate ({shown[0].meets} hops in all): it answers")
         elif len({_relations(c.trail) for c in shown}) == 1:
             state.trace.record("extraction", "skipped", "one relation chain: every end answers")
         elif self._plain_answer(state, shown[0]):
@@ -592,12 +598,21 @@ class KGQA(KGProgram):
         """The candidates extraction chooses among (and the fact filter reads about): the first
         `choices_shown` ranked; when some are reached from more than one topic entity, only those
         reached from the most (a conjunction's answer meets every entity the question names, and the
-        ranking puts them first). `agreed_answers` off: the first ranked, whoever reaches them. At
+        ranking puts them first, nearest meeting first). `agreed_answers` off: the first ranked, whoever reaches them. At
         most `choices_per_chain` of one relation chain while other chains' candidates wait."""
         most = candidates[0].topics if candidates else 0
         if state.config.agreed_answers and most > 1:
             candidates = [c for c in candidates if c.topics == most]
         return _chains_spread(candidates, state.config.choices_shown, state.config.choices_per_chain)
+
+    def _meeting_point(self, state: WalkState, shown: list[Candidate]) -> bool:
+        """Extraction has nothing to decide: the answers shown are all reached from the most topic
+        entities (more than one), and at one of them, the first, their paths meet in fewer hops than
+        at any other (a conjunction's answer is where the entities it names meet; farther meetings
+        are mostly hubs a hop past it)."""
+        if not (state.config.agreed_answers and shown and shown[0].topics > 1):
+            return False
+        return all(c.meets > shown[0].meets for c in shown[1:] if c.topics == shown[0].topics)
 
     def _plain_answer(self, state: WalkState, best: Candidate) -> bool:
         """Extraction has nothing to decide: the best candidate is reached by the relation the plan's

@@ -549,7 +549,29 @@ def test_extraction_chooses_among_the_answers_every_topic_entity_reaches(tmp_pat
     lm = oracle(relations, hops=1)
     pred = ask(one, lm, "which film did [Ang] make with [Jim]")
     assert pred.answers == ["Hulk"] and "extracted_answers" not in calls(lm)
-    assert statuses(pred.trace)["extraction"] == ["skipped: one candidate is reached from 2 topic entities, more than any other: it answers"]
+    assert statuses(pred.trace)["extraction"] == ["skipped: the paths from 2 topic entities meet nearest at one candidate (2 hops in all): it answers"]
+
+
+def test_where_the_topic_entities_meet_nearest_answers_before_a_meeting_a_hop_further(tmp_path):
+    # "which film did Slade direct that starred Lautner": both reach Eclipse in a hop each; both
+    # reach its sequel too, Slade two hops away. The nearest meeting ranks first and answers alone.
+    kg = _metaqa_kg(tmp_path, ("Slade", "directed", "Eclipse"), ("Lautner", "starred_in", "Eclipse"),
+                    ("Lautner", "starred_in", "Breaking Dawn"), ("Eclipse", "sequel", "Breaking Dawn"),
+                    ("Lautner", "starred_in", "Valentine's Day"))
+    relations = ["directed", "starred_in", "sequel"]
+    lm = oracle(relations, hops=1)
+    pred = ask(kg, lm, "which film did [Slade] direct that starred [Lautner]", min_depth=2)
+    assert pred.trace.depth == 2 and pred.trace.candidates == ["Eclipse", "Breaking Dawn"]  # the sequel: 3 hops in all
+    assert pred.answers == ["Eclipse"] and "extracted_answers" not in calls(lm)
+    assert statuses(pred.trace)["extraction"] == ["skipped: the paths from 2 topic entities meet nearest at one candidate (2 hops in all): it answers"]
+    # where they meet as near at two candidates, extraction chooses between them
+    (tmp_path / "two").mkdir()
+    two = _metaqa_kg(tmp_path / "two", ("Slade", "directed", "Eclipse"), ("Lautner", "starred_in", "Eclipse"),
+                     ("Slade", "produced", "Hard Candy"), ("Lautner", "starred_in", "Hard Candy"))
+    lm = oracle([*relations, "produced"], hops=1, extracted_answers=lambda i: {"extracted_answers": ["Hard Candy"]})
+    pred = ask(two, lm, "which film did [Slade] direct that starred [Lautner]", min_depth=2)
+    assert "extracted_answers" in calls(lm) and pred.answers[0] == "Hard Candy"
+    assert statuses(pred.trace)["extraction"] == ["ran"]
 
 
 def test_a_question_without_ids_has_its_topic_chosen_among_plausible_candidates(kg, ids):
