@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dspy
 
+from kgqa.kg.profiles import ROG
 from kgqa.lm.adapter import ConstrainedJSONAdapter
 from kgqa.lm.scripted import scripted_lm
-from kgqa.kg.profiles import ROG
 from kgqa.optimizers.labels import STEP_POOLS, labeled_teacher, step_demos, walked_chains
 from kgqa.programs import KGQA
 
