@@ -65,6 +65,7 @@ from kgqa.evaluate.metrics import gold_relation_paths, same_answer  # noqa: E402
 from kgqa.evaluate.runner import Summary, candidate_recalled, evaluate, read_records, summarize  # noqa: E402
 from kgqa.kg import EmbeddedStore, KnowledgeGraph  # noqa: E402
 from kgqa.kg.profiles import ROG  # noqa: E402
+from kgqa.optimizers.labels import hops_from  # noqa: E402
 from kgqa.optimizers.teleprompters import Budget, compile_program  # noqa: E402
 from kgqa.programs import KGQA, SKIPPED_IS_OFF, SWITCHES, WalkConfig  # noqa: E402
 from kgqa.programs.baselines import LLMOnly, SimilarityWalk  # noqa: E402
@@ -90,7 +91,6 @@ VALIDATION = {"bootstrap-rs": 15, "mipro": 4, "mipro-light": 4}  # compile quest
 TRAIN = {"metaqa": 1500, "cwq-mini": 600}  # compile questions: the plan step's pool of gold plans grows with them
 HOPS = (1, 2, 3)
 CWQ_FLOOR_DEPTH = 2  # CWQ chains a WebQSP relation (often through a CVT node) with one constraint
-HIDDEN = ("type.object.", "common.", "freebase.")  # relations the rog profile hides
 
 
 @dataclass
@@ -155,16 +155,8 @@ def cwq_bench(size: int, train: int, seed: int, cwq: Path, *, split: str = "test
 def answerable(example: dspy.Example, hops: int = 3) -> bool:
     """Some gold answer is within `hops` undirected hops of a topic entity in the row's own graph
     (relations the rog profile hides left out): the ceiling of a walk over that graph."""
-    around: dict[str, set[str]] = {}
-    for head, relation, tail in example.graph:
-        if not relation.startswith(HIDDEN):
-            around.setdefault(head, set()).add(tail)
-            around.setdefault(tail, set()).add(head)
-    seen = frontier = {e for e in example.topic_entities if e in around}
-    for _ in range(hops):
-        frontier = {n for node in frontier for n in around[node]} - seen
-        seen = seen | frontier
-    return any(same_answer(node, gold) for node in seen for gold in example.answers)
+    reached = hops_from(example, skips=ROG.skips, longest=hops)
+    return any(same_answer(node, gold) for nodes in reached.values() for node in nodes for gold in example.answers)
 
 
 def build(system: str, bench: Bench, out: Path, walk: WalkConfig, sample: str):

@@ -16,7 +16,6 @@ the walk answer there without asking the model). No test question is read and no
 from __future__ import annotations
 
 import argparse
-from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +28,7 @@ import dspy  # noqa: E402
 
 from kgqa.data.rog import load_rog  # noqa: E402
 from kgqa.kg.profiles import ROG  # noqa: E402
-from kgqa.optimizers.labels import gold_among  # noqa: E402
+from kgqa.optimizers.labels import gold_among, hops_from  # noqa: E402
 
 CWQ_MINI = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cwq_mini"
 LONGEST = 3
@@ -38,25 +37,11 @@ LONGEST = 3
 def meetings(example: dspy.Example) -> dict[str, int] | None:
     """Every node all the example's topic entities reach in its own graph, with the hops summed over
     them; None when fewer than two topic entities are in the graph."""
-    around: dict[str, set[str]] = defaultdict(set)
-    for head, relation, tail in getattr(example, "graph", None) or ():
-        if not ROG.skips(relation):
-            around[head].add(tail)
-            around[tail].add(head)
-    topics = [t for t in dict.fromkeys(example.topic_entities) if t in around]
-    if len(topics) < 2:
+    distances = hops_from(example, skips=ROG.skips, longest=LONGEST)
+    if len(distances) < 2:
         return None
-    summed: dict[str, int] = defaultdict(int)
-    reached: dict[str, int] = defaultdict(int)
-    for topic in topics:
-        seen, frontier = {topic: 0}, [topic]
-        for hops in range(1, LONGEST + 1):
-            frontier = [n for n in dict.fromkeys(n for node in frontier for n in around[node]) if n not in seen]
-            seen.update(dict.fromkeys(frontier, hops))
-        for node, hops in seen.items():
-            summed[node] += hops
-            reached[node] += 1
-    return {node: summed[node] for node, count in reached.items() if count == len(topics) and node not in topics}
+    common = set.intersection(*(set(reached) for reached in distances.values())) - set(distances)
+    return {node: sum(reached[node] for reached in distances.values()) for node in common}
 
 
 @dataclass(frozen=True)

@@ -112,6 +112,28 @@ def graph_chains(
         yield merged
 
 
+def hops_from(
+    example: dspy.Example, *, skips: Callable[[str], bool] | None = None, longest: int = 3
+) -> dict[str, dict[str, int]]:
+    """Each topic entity of `example` in its own `graph`, with every node within `longest` hops of
+    it (edges walked either way, relations `skips` names left out) and how many: itself at 0."""
+    around: dict[str, set[str]] = defaultdict(set)
+    for head, relation, tail in getattr(example, "graph", None) or ():
+        if not (skips and skips(relation)):
+            around[head].add(tail)
+            around[tail].add(head)
+    distances: dict[str, dict[str, int]] = {}
+    for topic in dict.fromkeys(example.topic_entities):
+        if topic not in around:
+            continue
+        seen, frontier = {topic: 0}, [topic]
+        for hops in range(1, longest + 1):
+            frontier = [n for n in dict.fromkeys(n for node in frontier for n in around[node]) if n not in seen]
+            seen.update(dict.fromkeys(frontier, hops))
+        distances[topic] = seen
+    return distances
+
+
 def hop_targets(example: dspy.Example, path: Sequence[tuple[str, str | None]] | None = None) -> list[str]:
     """What each gold hop reaches and through which relation, as the plan step names them:
     `kind (relation words)`. MetaQA's question type names the kinds (`movie_to_director_to_movie`

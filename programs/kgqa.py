@@ -598,8 +598,9 @@ class KGQA(KGProgram):
         """The candidates extraction chooses among (and the fact filter reads about): the first
         `choices_shown` ranked; when some are reached from more than one topic entity, only those
         reached from the most (a conjunction's answer meets every entity the question names, and the
-        ranking puts them first, nearest meeting first). `agreed_answers` off: the first ranked, whoever reaches them. At
-        most `choices_per_chain` of one relation chain while other chains' candidates wait."""
+        ranking puts them first, nearest meeting first). `agreed_answers` off: the first ranked,
+        whoever reaches them. At most `choices_per_chain` of one relation chain while other chains'
+        candidates wait."""
         most = candidates[0].topics if candidates else 0
         if state.config.agreed_answers and most > 1:
             candidates = [c for c in candidates if c.topics == most]
@@ -612,7 +613,7 @@ class KGQA(KGProgram):
         are mostly hubs a hop past it)."""
         if not (state.config.agreed_answers and shown and shown[0].topics > 1):
             return False
-        return all(c.meets > shown[0].meets for c in shown[1:] if c.topics == shown[0].topics)
+        return all(c.meets > shown[0].meets for c in shown[1:])  # all reached from as many (`_answer_choices`)
 
     def _plain_answer(self, state: WalkState, best: Candidate) -> bool:
         """Extraction has nothing to decide: the best candidate is reached by the relation the plan's

@@ -7,7 +7,7 @@ import dspy
 from kgqa.kg.profiles import ROG
 from kgqa.lm.adapter import ConstrainedJSONAdapter
 from kgqa.lm.scripted import scripted_lm
-from kgqa.optimizers.labels import STEP_POOLS, labeled_teacher, step_demos, walked_chains
+from kgqa.optimizers.labels import STEP_POOLS, hops_from, labeled_teacher, step_demos, walked_chains
 from kgqa.programs import KGQA
 
 
@@ -82,3 +82,15 @@ def test_a_row_without_a_graph_keeps_the_gold_paths_the_data_gives():
     assert walked_chains(metaqa) == [["directed_by"]]
     rog = _rog_row([], [["film.film.directed_by"]])
     assert walked_chains(rog) == [["film.film.directed_by"]]
+
+
+def test_hops_from_each_topic_entity_walk_edges_either_way_and_leave_hidden_relations_out():
+    row = dspy.Example(topic_entities=["Slade", "Lautner", "Nobody"], graph=[
+        ["Slade", "film.director.film", "Eclipse"], ["Lautner", "film.actor.film", "Eclipse"],
+        ["Eclipse", "film.film.sequel", "Breaking Dawn"], ["Breaking Dawn", "film.film.sequel", "Midnight Sun"],
+        ["Eclipse", "common.topic.notable_types", "Film"]])
+    reached = hops_from(row, skips=ROG.skips, longest=2)
+    assert set(reached) == {"Slade", "Lautner"}  # a topic entity outside the graph reaches nothing
+    assert reached["Slade"] == {"Slade": 0, "Eclipse": 1, "Lautner": 2, "Breaking Dawn": 2}
+    assert hops_from(row, longest=1)["Lautner"] == {"Lautner": 0, "Eclipse": 1}
+    assert "Film" in hops_from(row, longest=2)["Lautner"]  # nothing skipped unless asked
