@@ -18,8 +18,8 @@
 | plan | `_plan` | `plan` | `Plan` | signatures/plan.py | never |
 | relation prune | `_prune_relations` | `prune_relations` | `PruneRelations` | signatures/prune.py | the plan's last hop (extraction chooses there); one relation reached; the hop's target names its relation |
 | entity prune | `_prune_entities` | `prune_entities` | `PruneEntities` | signatures/prune.py | the plan sets no condition; few entities to go on from |
-| fact filter | `_filter_facts` | `filter_facts` | `FilterFacts` | signatures/facts.py | the question sets no condition; no facts about the candidates |
-| memory update | `_update_memory` | `update_memory` | `UpdateMemory` | signatures/memory.py | the question names one entity |
+| fact filter | `_filter_facts` | `filter_facts` | `FilterFacts` | signatures/facts.py | the question sets no condition; extraction is skipped (nothing reads the facts); no facts about the candidates |
+| memory update | `_update_memory` | `update_memory` | `UpdateMemory` | signatures/memory.py | the question names one entity; sufficiency and extraction are both skipped (nothing reads the notes) |
 | answer sufficiency | `_go_further` | `check_sufficiency` | `CheckSufficiency` | signatures/answer.py | at the deepest hop; extensions used up; the walk already went past the plan; nothing reached; the best path goes by the relation the plan's last hop names |
 | path answer extraction | `_extract` | `extract_answers` | `ExtractAnswers` | signatures/answer.py | one candidate, or one relation chain; one candidate where the paths from the most topic entities meet in fewer hops than at any other; the question sets no condition and the best path, from every topic entity, goes by the relation the plan's last hop names |
 | reflection | `_reflect` | `reflect` | `Reflect` | signatures/reflect.py | no dead end |
@@ -464,7 +464,11 @@ class KGQA(KGProgram):
             return state.trace.record("fact_filter", "skipped", "switched off")
         if not state.conditions and not _names_values(state):
             return state.trace.record("fact_filter", "skipped", "the question sets no condition")
-        offered = self._facts(state, self._answer_choices(state, candidates))
+        shown = self._answer_choices(state, candidates)
+        settled = self._settled_answer(state, shown)
+        if settled:  # the kept facts are read by extraction alone
+            return state.trace.record("fact_filter", "skipped", f"no step reads the facts: extraction is skipped ({settled})")
+        offered = self._facts(state, shown)
         if not offered:
             return state.trace.record("fact_filter", "skipped", "no facts about the candidates")
         if len(offered) == 1:
@@ -507,6 +511,10 @@ class KGQA(KGProgram):
             return state.trace.record("memory_update", "skipped", "switched off")
         if len(names) < 2:
             return state.trace.record("memory_update", "skipped", "the question names one entity")
+        short, settled = self._enough_reached(state, candidates), self._settled_answer(state, self._answer_choices(state, candidates))
+        if short and settled:  # the notes are read by sufficiency and extraction alone
+            return state.trace.record("memory_update", "skipped",
+                                      f"no step reads the notes: sufficiency is skipped ({short}), extraction too ({settled})")
         rank = {c.label: i for i, c in enumerate(candidates)}
         reached = {name: [t for t in state.reached if t.topic.label == name and render.node_label(t.end) in rank] for name in names}
         evidence = []
@@ -530,20 +538,9 @@ class KGQA(KGProgram):
     def _go_further(self, state: WalkState, candidates: list[Candidate]) -> bool:
         """Answer sufficiency: do the best paths reach the answer? True (walk one hop further) only
         when the model says they stop short and the walk may still go deeper."""
-        if not state.config.sufficiency:
-            state.trace.record("sufficiency", "skipped", "switched off: the plan's hops only")
-            return False
-        if not candidates:
-            state.trace.record("sufficiency", "skipped", "nothing reached")
-            return False
-        if state.depth >= state.config.depth or state.trace.extended_hops >= state.config.max_extensions:
-            state.trace.record("sufficiency", "skipped", "no hop left to add")
-            return False
-        if state.depth > len(state.hop_targets):
-            state.trace.record("sufficiency", "skipped", "the walk already retrieved a hop past the plan")
-            return False
-        if _on_named_chain(candidates[0].trail, state):
-            state.trace.record("sufficiency", "skipped", "the best path ends by the relation the plan's last hop names")
+        skipped = self._enough_reached(state, candidates)
+        if skipped:
+            state.trace.record("sufficiency", "skipped", skipped)
             return False
         out = self._call(state, self.check_sufficiency, question=state.question, memory_notes=state.memory,
                          best_paths=[c.path for c in candidates[: state.config.sufficiency_shown]])
@@ -555,6 +552,21 @@ class KGQA(KGProgram):
         state.trace.record("sufficiency", "ran", "sufficient" if verdict else "one hop short")
         return not verdict
 
+    def _enough_reached(self, state: WalkState, candidates: list[Candidate]) -> str | None:
+        """Why answer sufficiency has nothing to decide (the walk cannot or need not go further);
+        None when it asks the model."""
+        if not state.config.sufficiency:
+            return "switched off: the plan's hops only"
+        if not candidates:
+            return "nothing reached"
+        if state.depth >= state.config.depth or state.trace.extended_hops >= state.config.max_extensions:
+            return "no hop left to add"
+        if state.depth > len(state.hop_targets):
+            return "the walk already retrieved a hop past the plan"
+        if _on_named_chain(candidates[0].trail, state):
+            return "the best path ends by the relation the plan's last hop names"
+        return None
+
     def _extract(self, state: WalkState, candidates: list[Candidate]) -> bool:
         """Path answer extraction: the model chooses among the answer choices (`_answer_choices`), each
         shown with its path (and the kept facts and notes); each chosen answer brings the other ends
@@ -562,16 +574,9 @@ class KGQA(KGProgram):
         shown = self._answer_choices(state, candidates)
         state.trace.candidates = [c.label for c in shown]
         chosen, extracted = [shown[0]], False
-        if not state.config.extraction:
-            state.trace.record("extraction", "skipped", "switched off: the first ranked")
-        elif self._meeting_point(state, shown):
-            state.trace.record("extraction", "skipped", f"the paths from {shown[0].topics} topic entities meet nearest at one "
-                               f"candidate ({shown[0].meets} hops in all): it answers")
-        elif len({_relations(c.trail) for c in shown}) == 1:
-            state.trace.record("extraction", "skipped", "one relation chain: every end answers")
-        elif self._plain_answer(state, shown[0]):
-            state.trace.record("extraction", "skipped", "the best path goes by the relation the plan's last hop names, "
-                               "every topic entity reaches it and the question sets no condition: every end of it answers")
+        settled = self._settled_answer(state, shown)
+        if settled:
+            state.trace.record("extraction", "skipped", settled)
         else:
             labels = [c.label for c in shown]
             kept = self._checked_choice(state, self.extract_answers, chosen="extracted_answers", candidates=labels,
@@ -593,6 +598,22 @@ class KGQA(KGProgram):
             final += sorted(same, key=lambda t: rank[render.node_label(t.end)])
         state.final = final
         return extracted
+
+    def _settled_answer(self, state: WalkState, shown: list[Candidate]) -> str | None:
+        """Why path answer extraction has nothing to decide among the answers `shown` (the first
+        ranked answers, with the other ends of its chain); None when it asks the model."""
+        if not state.config.extraction:
+            return "switched off: the first ranked"
+        if not shown:
+            return "nothing reached"
+        if self._meeting_point(state, shown):
+            return f"the paths from {shown[0].topics} topic entities meet nearest at one candidate ({shown[0].meets} hops in all): it answers"
+        if len({_relations(c.trail) for c in shown}) == 1:
+            return "one relation chain: every end answers"
+        if self._plain_answer(state, shown[0]):
+            return ("the best path goes by the relation the plan's last hop names, every topic entity reaches it and "
+                    "the question sets no condition: every end of it answers")
+        return None
 
     def _answer_choices(self, state: WalkState, candidates: list[Candidate]) -> list[Candidate]:
         """The candidates extraction chooses among (and the fact filter reads about): the first

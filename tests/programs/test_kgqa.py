@@ -219,12 +219,26 @@ def test_the_fact_filter_keeps_values_that_decide_and_extraction_reads_them(kg, 
 
 
 def test_one_fact_about_the_candidates_is_kept_without_a_call(tmp_path):
-    kg = _metaqa_kg(tmp_path, ("Heat", "directed_by", "Michael Mann"), ("Michael Mann", "born_in", "1943"))
+    kg = _metaqa_kg(tmp_path, ("Heat", "directed_by", "Michael Mann"), ("Michael Mann", "born_in", "1943"), ("Heat", "release_year", "1995"))
     lm = oracle(["directed_by"])
     pred = ask(kg, lm, "who directed [Heat] before 2000")
     assert statuses(pred.trace)["fact_filter"] == ["skipped: one fact about the candidates: it is kept"]
     assert pred.trace.facts == ["Michael Mann | born in | 1943"] and "relevant_facts" not in calls(lm)
-    assert pred.answers == ["Michael Mann"]
+    (extraction,) = [i for key, i in lm.scripted.calls if key == "extracted_answers"]
+    assert extraction["known_facts"] == ["Michael Mann | born in | 1943"] and pred.answers == ["Michael Mann"]
+
+
+def test_no_fact_filter_call_when_extraction_has_nothing_to_decide(tmp_path):
+    # one relation chain reached: every end answers, and no step would read the facts kept
+    kg = _metaqa_kg(tmp_path, ("Heat", "directed_by", "Michael Mann"), ("Michael Mann", "born_in", "1943"),
+                    ("Michael Mann", "born_in", "Chicago"), ("Heat", "directed_by", "Dante Spinotti"))
+    lm = oracle(["directed_by"])
+    pred = ask(kg, lm, "who directed [Heat] before 2000", depth=1)
+    assert statuses(pred.trace)["fact_filter"] == [
+        "skipped: no step reads the facts: extraction is skipped (one relation chain: every end answers)"]
+    assert statuses(pred.trace)["extraction"] == ["skipped: one relation chain: every end answers"]
+    assert calls(lm) == ["topic_kind"] and pred.trace.facts == []
+    assert sorted(pred.answers) == ["Dante Spinotti", "Michael Mann"]
 
 
 def test_a_value_word_in_a_topic_s_name_sets_no_condition(tmp_path):
@@ -269,6 +283,24 @@ def test_memory_update_notes_what_each_named_entity_reached(tmp_path):
     silent = ask(kg, oracle(["lived_in"], memory_notes=lambda i: {"memory_notes": []}), "which city is home to [Lala] and [Seymour]")
     assert statuses(silent.trace)["memory_update"] == ["fell_back"]  # no notes: what the graph says each reached
     assert any(note.startswith("Lala reaches") for note in silent.trace.memory)
+
+
+def test_no_memory_call_where_the_topic_entities_meet_at_one_answer(tmp_path):
+    # both reach Brooklyn in a hop, and nothing else: the meeting answers, sufficiency has no hop to
+    # add, and no step would read the notes
+    kg = _metaqa_kg(tmp_path, ("Lala", "born_in", "New York"), ("Lala", "lived_in", "Brooklyn"),
+                    ("Seymour", "born_in", "Chicago"), ("Seymour", "lived_in", "Brooklyn"))
+    lm = oracle(["lived_in"])
+    pred = ask(kg, lm, "which city is home to [Lala] and [Seymour]", depth=1)
+    steps = statuses(pred.trace)
+    assert steps["extraction"] == ["skipped: the paths from 2 topic entities meet nearest at one candidate (2 hops in all): it answers"]
+    assert steps["memory_update"] == ["skipped: no step reads the notes: sufficiency is skipped (no hop left to add), extraction "
+                                      "too (the paths from 2 topic entities meet nearest at one candidate (2 hops in all): it answers)"]
+    assert "memory_notes" not in calls(lm) and pred.trace.memory == [] and pred.answers[0] == "Brooklyn"
+    # with a hop left to add, sufficiency reads the notes: they are written
+    deeper = oracle(["lived_in"])
+    ask(kg, deeper, "which city is home to [Lala] and [Seymour]", depth=2, min_depth=1)
+    assert "memory_notes" in calls(deeper)
 
 
 def test_reflection_at_a_dead_end_resumes_from_entities_passed_a_hop_before(tmp_path):
