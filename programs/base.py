@@ -307,12 +307,11 @@ class KGProgram(dspy.Module):
         [Heat]" is near "who directed [Alien]", not near "who starred in [Heat]"), nearest last,
         next to the question."""
         pool, k = predictor.demos, self.config.demos_per_call
-        if len(pool) <= k:
-            return pool
-        shape = question_shape(state.question, [t.label for t in state.topics])
-        shapes = [_demo_shape(str(demo.get("question", "")), str(demo.get("topic", ""))) for demo in pool]
-        nearest = self.embedder.rank(shape, shapes)[:k]
-        return [pool[i] for i in reversed(nearest)]
+        if len(pool) > k:
+            shape = question_shape(state.question, [t.label for t in state.topics])
+            shapes = [_demo_shape(str(demo.get("question", "")), str(demo.get("topic", ""))) for demo in pool]
+            pool = [pool[i] for i in reversed(self.embedder.rank(shape, shapes)[:k])]
+        return [_shortened(demo, list(predictor.signature.output_fields), self.config.demo_choices) for demo in pool]
 
     def _trace(self, state: WalkState, usage) -> Trace:
         """The state's trace, completed with what is read off the walk at its end."""
@@ -339,6 +338,31 @@ def lm_unavailable(failure: BaseException) -> LMUnavailable:
     lm = dspy.settings.lm
     name = getattr(lm, "model", None) or type(lm).__name__
     return LMUnavailable(f"the LM {name} did not answer: {type(root).__name__}: {str(root)[:300]}")
+
+
+def _shortened(demo, outputs: Sequence[str], most: int):
+    """A demo with each list of candidates it offered (inputs named `candidate_*`) cut to `most`
+    items, the ones its outputs chose kept and the others in their order: a demo shows the kind of
+    choice made, and the 32 relations of one CVT-rich Freebase node cost every call they are shown in
+    about 400 tokens."""
+    chosen = set()
+    for name in outputs:
+        value = demo.get(name)
+        chosen |= {str(v) for v in (value if isinstance(value, list) else [value]) if v is not None}
+    cut = {}
+    for name, value in demo.items():
+        if name.startswith("candidate_") and isinstance(value, list) and len(value) > most:
+            picked = {i for i, item in enumerate(value) if _chose(str(item), chosen)}
+            others = [i for i in range(len(value)) if i not in picked][: max(0, most - len(picked))]
+            cut[name] = [item for i, item in enumerate(value) if i in picked or i in others]
+    if not cut:
+        return demo
+    return demo.copy(**cut) if isinstance(demo, dspy.Example) else {**demo, **cut}
+
+
+def _chose(item: str, chosen: set[str]) -> bool:
+    """An offered item names a chosen one: itself, or a path that ends at it ("X -> r -> Y" for Y)."""
+    return item in chosen or any(item.endswith(f" -> {c}") for c in chosen)
 
 
 def question_shape(question: str, topics: Sequence[str]) -> str:

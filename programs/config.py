@@ -50,6 +50,8 @@ class WalkConfig:
     max_llm_calls: hard cap on LLM calls for one question.
     demos_per_call: demos shown in one call at most; a step compiled with more (a pool of gold plans
         or answers) shows the ones whose questions are nearest the question asked.
+    demo_choices: candidates a demo lists at most, its chosen ones kept (a demo shows the kind of
+        choice; a list of 32 Freebase relations in it costs each call about 400 tokens).
     snap_cutoff: how close (0..1, difflib ratio) a model's selection must be to a candidate to snap to it.
     relation_prune, entity_prune, fact_filter, memory_update, sufficiency, extraction: the steps'
         switches. Off, a step makes no call: the relation prune leaves the choice of chains to
@@ -89,6 +91,7 @@ class WalkConfig:
     clear_margin: float = 0.08
     max_llm_calls: int = 12
     demos_per_call: int = 4
+    demo_choices: int = 10
     snap_cutoff: float = 0.85
     relation_prune: bool = True
     entity_prune: bool = True

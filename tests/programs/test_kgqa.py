@@ -539,6 +539,30 @@ def test_a_large_demo_pool_shows_the_demos_nearest_the_question_s_shape(kg, ids)
     assert "Who directed Parasite?" in plan_demos and "Titanic" not in plan_demos
 
 
+def test_a_demo_lists_at_most_demo_choices_candidates_its_chosen_ones_kept(kg, ids):
+    offered = [f"film.film.relation_{n}" for n in range(30)]
+    demo = dspy.Example(question="Who wrote Titanic?", plan=["writer"], hop="hop 1 of 1: writer", entity="Titanic",
+                        candidate_relations=offered, relations_to_follow=["film.film.relation_25"]).with_inputs(
+                            "question", "plan", "hop", "entity", "candidate_relations")
+    program = KGQA(kg, config=WalkConfig(demo_choices=4))
+    program.prune_relations.demos = [demo]
+    lm = oracle(["film.film.directed_by"])
+    with dspy.context(lm=lm):
+        program(question="Who directed Pulp Fiction?", topic_entities=[ids["Pulp Fiction"]])
+    (shown,) = [text for (key, _), text in zip(lm.scripted.calls, lm.scripted.shown) if key == "relations_to_follow"]
+    listed = [r for r in offered if f'"{r}"' in shown]
+    assert listed == ["film.film.relation_0", "film.film.relation_1", "film.film.relation_2", "film.film.relation_25"]
+    assert program.prune_relations.demos[0].candidate_relations == offered  # the compiled demo is kept whole
+    short = [r for r in offered[:5]]  # lists within the limit are shown as they are
+    program.prune_relations.demos = [demo.copy(candidate_relations=short, relations_to_follow=[short[0]])]
+    program.config = WalkConfig(demo_choices=5)
+    lm = oracle(["film.film.directed_by"])
+    with dspy.context(lm=lm):
+        program(question="Who directed Pulp Fiction?", topic_entities=[ids["Pulp Fiction"]])
+    (shown,) = [text for (key, _), text in zip(lm.scripted.calls, lm.scripted.shown) if key == "relations_to_follow"]
+    assert [r for r in offered if f'"{r}"' in shown] == short
+
+
 @pytest.mark.parametrize("question,topics,shape", [
     ("what films did [Ridley Scott] direct", ["Ridley Scott"], "what films did [X] direct"),
     ("Who directed titanic?", ["Titanic"], "Who directed X?"),
