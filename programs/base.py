@@ -305,7 +305,7 @@ class KGProgram(dspy.Module):
         """The predictor's demos, or, when it holds more than `demos_per_call`, the ones whose
         questions are nearest this one in shape (topic entities blanked out, so "who directed
         [Heat]" is near "who directed [Alien]", not near "who starred in [Heat]"), nearest last,
-        next to the question."""
+        next to the question; each listing at most `demo_choices` of the candidates it was offered."""
         pool, k = predictor.demos, self.config.demos_per_call
         if len(pool) > k:
             shape = question_shape(state.question, [t.label for t in state.topics])

@@ -601,7 +601,7 @@ class KGQA(KGProgram):
 
     def _settled_answer(self, state: WalkState, shown: list[Candidate]) -> str | None:
         """Why path answer extraction has nothing to decide among the answers `shown` (the first
-        ranked answers, with the other ends of its chain); None when it asks the model."""
+        ranked then answers, with the other ends of its chain); None when it asks the model."""
         if not state.config.extraction:
             return "switched off: the first ranked"
         if not shown:
