@@ -353,8 +353,8 @@ def _shortened(demo, outputs: Sequence[str], most: int):
     for name, value in demo.items():
         if name.startswith("candidate_") and isinstance(value, list) and len(value) > most:
             picked = {i for i, item in enumerate(value) if _chose(str(item), chosen)}
-            others = [i for i in range(len(value)) if i not in picked][: max(0, most - len(picked))]
-            cut[name] = [item for i, item in enumerate(value) if i in picked or i in others]
+            kept = picked | set([i for i in range(len(value)) if i not in picked][: max(0, most - len(picked))])
+            cut[name] = [item for i, item in enumerate(value) if i in kept]
     if not cut:
         return demo
     return demo.copy(**cut) if isinstance(demo, dspy.Example) else {**demo, **cut}

@@ -553,7 +553,7 @@ def test_a_demo_lists_at_most_demo_choices_candidates_its_chosen_ones_kept(kg, i
     listed = [r for r in offered if f'"{r}"' in shown]
     assert listed == ["film.film.relation_0", "film.film.relation_1", "film.film.relation_2", "film.film.relation_25"]
     assert program.prune_relations.demos[0].candidate_relations == offered  # the compiled demo is kept whole
-    short = [r for r in offered[:5]]  # lists within the limit are shown as they are
+    short = offered[:5]  # lists within the limit are shown as they are
     program.prune_relations.demos = [demo.copy(candidate_relations=short, relations_to_follow=[short[0]])]
     program.config = WalkConfig(demo_choices=5)
     lm = oracle(["film.film.directed_by"])
