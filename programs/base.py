@@ -290,16 +290,23 @@ class KGProgram(dspy.Module):
             state.budget_hit = True
             return None
         state.trace.llm_calls += 1
-        try:
-            return predictor(**inputs, demos=self._shown_demos(predictor, state))
-        except AdapterParseError as exc:  # the LM answered, but not in the signature's shape
-            log.info("%s: unparseable reply: %s", predictor.signature.__name__, str(exc)[:200])
-            state.trace.parse_failures += 1
-            state.dropped.append(f"{type(exc).__name__}: {str(exc)[:200]}")
-            return None
-        except Exception as exc:  # the LM did not answer: connection, timeout, server error, engine
-            state.trace.llm_failures += 1
-            raise lm_unavailable(exc) from exc
+        with dspy.track_usage() as usage:  # rolled up into the question's total as well
+            try:
+                return predictor(**inputs, demos=self._shown_demos(predictor, state))
+            except AdapterParseError as exc:  # the LM answered, but not in the signature's shape
+                log.info("%s: unparseable reply: %s", predictor.signature.__name__, str(exc)[:200])
+                state.trace.parse_failures += 1
+                state.dropped.append(f"{type(exc).__name__}: {str(exc)[:200]}")
+                return None
+            except Exception as exc:  # the LM did not answer: connection, timeout, server error, engine
+                state.trace.llm_failures += 1
+                raise lm_unavailable(exc) from exc
+            finally:
+                state.trace.count_call(self._predictor_name(predictor), usage)
+
+    def _predictor_name(self, predictor: dspy.Predict) -> str:
+        """The attribute name of one of this program's predictors ("prune_relations")."""
+        return next((name for name, p in self.named_predictors() if p is predictor), predictor.signature.__name__)
 
     def _shown_demos(self, predictor: dspy.Predict, state: WalkState) -> list:
         """The predictor's demos, or, when it holds more than `demos_per_call`, the ones whose

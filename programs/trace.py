@@ -66,6 +66,7 @@ class Trace:
     prior_chains: list[list] = field(default_factory=list)  # [chain, weight]: the compiled chain prior's votes, heaviest first
     walk: list[dict] = field(default_factory=list)  # per hop: target, relations offered and chosen, edges reached
     steps: list[dict] = field(default_factory=list)  # each step as it came: {"step", "status": ran|skipped|fell_back, "why"}
+    step_usage: dict[str, list[int]] = field(default_factory=dict)  # predictor -> [LLM calls, input tokens, output tokens]
     candidates: list[str] = field(default_factory=list)  # the candidate answers shown to path answer extraction
     facts: list[str] = field(default_factory=list)  # the facts the fact filter kept
     memory: list[str] = field(default_factory=list)  # the notes of memory update, at the end
@@ -81,6 +82,12 @@ class Trace:
         """One step's outcome: it `ran` (made its call), was `skipped` (no decision to make, or
         switched off; `why` says which) or `fell_back` (its reply was unusable)."""
         self.steps.append({"step": step, "status": status, "why": why})
+
+    def count_call(self, predictor: str, usage) -> None:
+        """One LLM call of `predictor`, with the tokens `usage` (its `dspy.track_usage()`) saw."""
+        calls, tokens_in, tokens_out = self.step_usage.get(predictor, (0, 0, 0))
+        more_in, more_out = token_totals(usage)
+        self.step_usage[predictor] = [calls + 1, tokens_in + more_in, tokens_out + more_out]
 
     def to_dict(self) -> dict:
         data = dataclasses.asdict(self)

@@ -58,6 +58,11 @@ def test_one_hop_walks_every_step_and_the_trace_says_what_each_did(kg, ids):
     assert steps["sufficiency"] == ["skipped: the walk already retrieved a hop past the plan"]
     assert "Quentin Tarantino" in trace.candidates and trace.llm_calls == 3
     assert trace.input_tokens > 0 and trace.output_tokens > 0 and trace.fallbacks == 0
+    # what each predictor spent, adding up to the question's totals
+    assert {name: calls for name, (calls, _, _) in trace.step_usage.items()} == {"plan": 1, "prune_relations": 1, "extract_answers": 1}
+    assert sum(u[1] for u in trace.step_usage.values()) == trace.input_tokens
+    assert sum(u[2] for u in trace.step_usage.values()) == trace.output_tokens
+    assert all(u[1] > 0 for u in trace.step_usage.values())
 
 
 @pytest.mark.parametrize("step", STEPS)
