@@ -187,12 +187,11 @@ def planned_hops(example: dspy.Example, kg: KnowledgeGraph | None, path: Sequenc
     return merged
 
 
-def labeled_teacher(examples: Sequence[dspy.Example], *, kg: KnowledgeGraph | None = None, short: bool = False) -> dspy.LM | None:
+def labeled_teacher(examples: Sequence[dspy.Example], *, kg: KnowledgeGraph | None = None) -> dspy.LM | None:
     """A scripted LM that plans and chooses relations from the examples' gold paths, keeps the facts
-    about their gold answers, notes which named entity reaches them, judges the evidence as the gold
-    answers say (`_sufficient`), and extracts the gold answers among the candidates (None if no
-    example has a gold path). `short`: it plans one hop short of the gold path (a small planner's
-    commonest error), so that its walks rank a step on the way first, as the model's do."""
+    about their gold answers, notes which named entity reaches them, finds the evidence sufficient
+    when a gold answer is among the best paths, and extracts the gold answers among the candidates
+    (None if no example has a gold path)."""
     answers = {ex.question: list(ex.answers) for ex in examples}
     paths = {ex.question: teacher_path(ex, kg) for ex in examples}
     gold = {ex.question: (planned_hops(ex, kg, paths[ex.question]), _gold_labels(paths[ex.question]))
@@ -203,7 +202,7 @@ def labeled_teacher(examples: Sequence[dspy.Example], *, kg: KnowledgeGraph | No
 
     def plan(inputs):
         targets, _ = gold.get(inputs["question"], ([], []))
-        targets = (targets[:-1] if short and len(targets) > 1 else targets) or [inputs["question"]]
+        targets = targets or [inputs["question"]]
         return {"topic_kind": kinds.get(inputs["question"], "entity"), "answer_kind": hop_kind(targets[-1]), "hop_targets": targets,
                 "answer_constraints": []}
 
@@ -238,19 +237,10 @@ def labeled_teacher(examples: Sequence[dspy.Example], *, kg: KnowledgeGraph | No
         "entities_to_keep": lambda i: {"entities_to_keep": i["candidate_entities"]},
         "relevant_facts": facts,
         "memory_notes": memory,
-        "evidence_sufficient": lambda i: {"evidence_sufficient": _sufficient(i["best_paths"], answers.get(i["question"], []))},
+        "evidence_sufficient": lambda i: {"evidence_sufficient": bool(_gold_among(i["best_paths"], answers.get(i["question"], [])))},
         "entities_to_resume": lambda i: {"entities_to_resume": []},
         "extracted_answers": lambda i: {"extracted_answers": _gold_among(i["candidate_paths"], answers.get(i["question"], []))},
     })
-
-
-def _sufficient(paths: Sequence[str], answers: Sequence[str]) -> bool:
-    """The gold verdict of answer sufficiency: when paths go on from the first one's end, whether
-    the answer is not past it (at its end, or nowhere shown); else whether some path ends at one."""
-    onward = [path for path in paths[1:] if path.startswith(f"{paths[0]} -> ")]
-    if onward:
-        return bool(_gold_among(paths[:1], answers)) or not _gold_among(onward, answers)
-    return bool(_gold_among(paths, answers))
 
 
 def _gold_among(paths: Sequence[str], answers: Sequence[str]) -> list[str]:
@@ -309,32 +299,6 @@ def step_demos(program, examples: Sequence[dspy.Example], *, teacher: dspy.LM, l
             if _informative(labels):
                 pools[name].append(dspy.Example(**inputs, **labels, topic=topic).with_inputs(*inputs))
     return pools
-
-
-def verdict_demos(program, examples: Sequence[dspy.Example], *, kg: KnowledgeGraph | None, limit: int) -> list[dspy.Example]:
-    """Gold verdicts as demos of answer sufficiency: the first `limit` examples walked by `program`
-    twice, under the gold-path teacher and under one that plans a hop short (`labeled_teacher`), and
-    every sufficiency call kept with the verdict the gold answers give (the best path reaches the
-    answer, or it lies past its end), each with the example's topic names for matching by question
-    shape. The gold plans make most verdicts true and the short ones most false; the pool keeps as
-    many of each as the rarer has (a pool of one verdict teaches only that verdict)."""
-    verdicts: dict[bool, list[dspy.Example]] = {True: [], False: []}
-    multi_hop = [ex for ex in examples[:limit] if len(planned_hops(ex, kg)) > 1]
-    for teacher, walked in ((labeled_teacher(examples[:limit], kg=kg), examples[:limit]),
-                            (labeled_teacher(multi_hop, kg=kg, short=True), multi_hop)):
-        if teacher is None:
-            continue
-        for ex in walked:
-            with dspy.context(lm=teacher, trace=[]):
-                prediction = program(question=ex.question, topic_entities=list(ex.topic_entities) or None)
-                calls = list(dspy.settings.trace)
-            topic = ", ".join(prediction.trace.topic_names)
-            for predictor, inputs, output in calls:
-                verdict = output.get("evidence_sufficient")
-                if predictor is program.check_sufficiency and isinstance(verdict, bool):
-                    verdicts[verdict].append(dspy.Example(**inputs, evidence_sufficient=verdict, topic=topic).with_inputs(*inputs))
-    kept = min(len(verdicts[True]), len(verdicts[False]))
-    return [demo for pair in zip(verdicts[True][:kept], verdicts[False][:kept]) for demo in pair]
 
 
 def _informative(labels: dict) -> bool:

@@ -29,7 +29,6 @@ from kgqa.optimizers.labels import (
     plan_demos,
     step_demos,
     topic_demos,
-    verdict_demos,
     walked_chains,
 )
 from kgqa.programs.chains import ChainPrior
@@ -51,8 +50,6 @@ class Budget:
     step_demos: int = 0  # the gold-path teacher's decisions as each intermediate step's demo pool (relation and
     # entity prune, fact filter, memory update, sufficiency), where the trainset has gold paths. Off: with 500, CWQ-mini
     # dev Hits@1 went 0.400 -> 0.360 (two answers worse, none better) at +230 input tokens a question
-    verdict_demos: int = 300  # compile questions walked for answer sufficiency's pool of gold verdicts, with the gold plan
-    # and one a hop short (`optimizers.labels.verdict_demos`), where the trainset has gold paths
     topic_demos: int = 100  # gold topic choices as the topic choice's demo pool (questions asked without ids)
     rounds: int = 1
     candidates: int = 4  # candidate programs (bootstrap-rs), instruction and demo candidates (mipro), per step (simba)
@@ -201,12 +198,6 @@ def compile_program(
         for name, pool in step_demos(compiled, trainset, teacher=teacher, limit=budget.step_demos).items():
             if pool:
                 getattr(compiled, name).demos = pool
-    if labeled and budget.verdict_demos and hasattr(compiled, "check_sufficiency"):
-        # answer sufficiency, labeled by where the gold answers lie: a pool of true and false verdicts
-        # (bootstrapped traces hold few of its calls, and those of walks already right: all true)
-        pool = verdict_demos(compiled, trainset, kg=kg, limit=budget.verdict_demos)
-        if pool:
-            compiled.check_sufficiency.demos = pool
     if hasattr(compiled, "chain_prior"):
         # last, so the demo pools above were walked as a question outside the trainset is: without its own vote;
         # labeled by the chains that answer each question in its own graph where the row has one

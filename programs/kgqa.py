@@ -9,8 +9,7 @@
     -> candidate answers: every end reached, ranked (question similarity, the compiled chain prior)
     -> fact filter (the facts about the candidates, values included, that bear on the question)
     -> memory update (what each entity the question names has established)
-    -> answer sufficiency (does the best path reach the answer? if not, the answer lies past its end:
-       among the candidates the walk reached past it, or one hop more, bounded)
+    -> answer sufficiency (do the best paths reach the answer? if not, one hop more, bounded)
     -> path answer extraction (the answers the paths support, each with its GCR path)
 
 | step | method | predictor | signature | file | skipped when |
@@ -21,7 +20,7 @@
 | entity prune | `_prune_entities` | `prune_entities` | `PruneEntities` | signatures/prune.py | the plan sets no condition; few entities to go on from |
 | fact filter | `_filter_facts` | `filter_facts` | `FilterFacts` | signatures/facts.py | the question sets no condition; extraction is skipped (nothing reads the facts); no facts about the candidates |
 | memory update | `_update_memory` | `update_memory` | `UpdateMemory` | signatures/memory.py | the question names one entity; sufficiency and extraction are both skipped (nothing reads the notes) |
-| answer sufficiency | `_stops_short` | `check_sufficiency` | `CheckSufficiency` | signatures/answer.py | nothing reached; the best path goes by the relation the plan's last hop names; no answer choice lies past the best candidate and no hop can be added (the deepest hop, extensions used up, or the walk already past the plan) |
+| answer sufficiency | `_go_further` | `check_sufficiency` | `CheckSufficiency` | signatures/answer.py | at the deepest hop; extensions used up; the walk already went past the plan; nothing reached; the best path goes by the relation the plan's last hop names |
 | path answer extraction | `_extract` | `extract_answers` | `ExtractAnswers` | signatures/answer.py | one candidate, or one relation chain; one candidate where the paths from the most topic entities meet in fewer hops than at any other; the question sets no condition and the best path, from every topic entity, goes by the relation the plan's last hop names |
 | reflection | `_reflect` | `reflect` | `Reflect` | signatures/reflect.py | no dead end |
 
@@ -34,7 +33,6 @@ to embedding similarity; an LM that does not answer ends the question (`StopReas
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import re
 from collections import Counter, defaultdict
@@ -155,12 +153,8 @@ class KGQA(KGProgram):
             candidates = self._rank(state)
             self._filter_facts(state, candidates)  # fact filter
             self._update_memory(state, candidates)  # memory update
-            onward = self._past_best(state, candidates)  # what the walk reached past the best candidate
-            if not self._stops_short(state, candidates, onward):  # answer sufficiency
+            if not self._go_further(state, candidates):  # answer sufficiency
                 return candidates
-            if onward:  # the answer lies past the best candidate, where the walk already went
-                self._filter_facts(state, onward)  # the facts about the new choices
-                return onward
             hops += 1
             state.trace.extended_hops += 1
             best = dict.fromkeys(_chain(c.trail) for c in candidates[: state.config.sufficiency_shown])  # best first
@@ -517,8 +511,7 @@ class KGQA(KGProgram):
             return state.trace.record("memory_update", "skipped", "switched off")
         if len(names) < 2:
             return state.trace.record("memory_update", "skipped", "the question names one entity")
-        short = self._enough_reached(state, candidates, self._past_best(state, candidates))
-        settled = self._settled_answer(state, self._answer_choices(state, candidates))
+        short, settled = self._enough_reached(state, candidates), self._settled_answer(state, self._answer_choices(state, candidates))
         if short and settled:  # the notes are read by sufficiency and extraction alone
             return state.trace.record("memory_update", "skipped",
                                       f"no step reads the notes: sufficiency is skipped ({short}), extraction too ({settled})")
@@ -542,61 +535,37 @@ class KGQA(KGProgram):
             state.trace.record("memory_update", "fell_back", "no usable notes: what each entity reaches")
         state.trace.memory = list(state.memory)
 
-    def _stops_short(self, state: WalkState, candidates: list[Candidate], onward: list[Candidate]) -> bool:
-        """Answer sufficiency: does the best path reach the answer, or stop one hop short of it (a
-        city when the question asks for its country)? When the walk already went past the best
-        candidate (`onward`), the model reads its path and the paths going on from it; else the best
-        paths, and a short verdict walks one hop further. True when the model says they stop short."""
-        skipped = self._enough_reached(state, candidates, onward)
+    def _go_further(self, state: WalkState, candidates: list[Candidate]) -> bool:
+        """Answer sufficiency: do the best paths reach the answer? True (walk one hop further) only
+        when the model says they stop short and the walk may still go deeper."""
+        skipped = self._enough_reached(state, candidates)
         if skipped:
             state.trace.record("sufficiency", "skipped", skipped)
             return False
-        best = candidates[0]
-        shown = [best.path, *(c.path for c in onward)] if onward else [c.path for c in candidates]
         out = self._call(state, self.check_sufficiency, question=state.question, memory_notes=state.memory,
-                         best_paths=shown[: state.config.sufficiency_shown])
+                         best_paths=[c.path for c in candidates[: state.config.sufficiency_shown]])
         verdict = getattr(out, "evidence_sufficient", None) if out is not None else None
         if not isinstance(verdict, bool):
             state.trace.fallbacks += 1
-            state.trace.record("sufficiency", "fell_back", "no usable verdict: the answer choices stay")
+            state.trace.record("sufficiency", "fell_back", "no usable verdict: the plan's hops only")
             return False
-        short = f"one hop short: the answer lies past {best.label}" if onward else "one hop short: one hop more"
-        state.trace.record("sufficiency", "ran", "sufficient" if verdict else short)
+        state.trace.record("sufficiency", "ran", "sufficient" if verdict else "one hop short")
         return not verdict
 
-    def _enough_reached(self, state: WalkState, candidates: list[Candidate], onward: list[Candidate]) -> str | None:
-        """Why answer sufficiency has nothing to decide (the best path is trusted, or the walk can
-        neither find nor add what lies past it); None when it asks the model."""
+    def _enough_reached(self, state: WalkState, candidates: list[Candidate]) -> str | None:
+        """Why answer sufficiency has nothing to decide (the walk cannot or need not go further);
+        None when it asks the model."""
         if not state.config.sufficiency:
             return "switched off: the plan's hops only"
         if not candidates:
             return "nothing reached"
-        if _on_named_chain(candidates[0].trail, state):
-            return "the best path ends by the relation the plan's last hop names"
-        if onward:
-            return None
         if state.depth >= state.config.depth or state.trace.extended_hops >= state.config.max_extensions:
             return "no hop left to add"
         if state.depth > len(state.hop_targets):
-            return "the walk already went a hop past the plan, and past the best candidate to no answer choice"
+            return "the walk already retrieved a hop past the plan"
+        if _on_named_chain(candidates[0].trail, state):
+            return "the best path ends by the relation the plan's last hop names"
         return None
-
-    def _past_best(self, state: WalkState, candidates: list[Candidate]) -> list[Candidate]:
-        """The candidates past the best answer choice, each with its path that goes on from the best
-        one's (where the answer lies if the best path stops one hop short), in rank order; none
-        unless one of them is an answer choice too (only then is there a decision to make)."""
-        shown = self._answer_choices(state, candidates)
-        if not shown:
-            return []
-        best = candidates[0].trail  # the first answer choice too
-        on: dict[str, Trail] = {}
-        for trail in state.reached:
-            if (len(trail.hops) > len(best.hops) and trail.topic.id == best.topic.id and trail.hops[: len(best.hops)] == best.hops
-                    and (trail.end.literal or trail.end.name) and trail.end.id not in state.topic_ids):
-                on.setdefault(render.node_label(trail.end), trail)
-        if not any(c.label in on for c in shown[1:]):
-            return []
-        return [dataclasses.replace(c, trail=on[c.label]) for c in candidates if c.label in on]
 
     def _extract(self, state: WalkState, candidates: list[Candidate]) -> bool:
         """Path answer extraction: the model chooses among the answer choices (`_answer_choices`), each

@@ -5,19 +5,17 @@ import dspy
 
 
 class CheckSufficiency(dspy.Signature):
-    """Decide whether the best path through a knowledge graph reaches the answer, or stops one hop short of it.
+    """Decide whether the walk through a knowledge graph has reached the answer, or must go one hop further.
 
-    The first path is the best one the walk found. Answer true if its end is the kind of thing
-    the question asks for (people when it asks who, years when it asks when, a country when it
-    asks for a country) and fits its conditions; false if it stops one hop short (it reaches a
-    city when the question asks for the city's country, a country when the question asks for
-    its currency). Paths after the first that go on from its end show what lies one hop further;
-    other paths after it are the walk's next best. Use the notes on what the walk established."""
+    Read the best paths the walk found and the notes on what it established. Answer true if the
+    end of some path is the kind of thing the question asks for (people when it asks who, years
+    when it asks when, a country when it asks for a country) and fits its conditions; false if
+    the paths stop one hop short of it (they reach a city when the question asks for its country)."""
 
     question: str = dspy.InputField()
     memory_notes: list[str] = dspy.InputField(desc="what the walk established; may be empty")
-    best_paths: list[str] = dspy.InputField(desc="entity -> relation -> ... -> reached entity; the best first")
-    evidence_sufficient: bool = dspy.OutputField(desc="true if the first path ends at an answer")
+    best_paths: list[str] = dspy.InputField(desc="entity -> relation -> ... -> reached entity")
+    evidence_sufficient: bool = dspy.OutputField(desc="true if a path ends at an answer")
 
 
 class ExtractAnswers(dspy.Signature):

@@ -116,14 +116,12 @@ def test_step_demos_give_the_intermediate_steps_pools_of_the_teachers_decisions_
 
     student = gold_oracle([])
     with dspy.context(lm=student, adapter=ConstrainedJSONAdapter()):
-        plain = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=1, plan_demos=1, verdict_demos=0))
+        plain = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=1, plan_demos=1))
         pooled = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=1, plan_demos=1, step_demos=100))
     assert len(plain.prune_relations.demos) <= 1 and plain.check_sufficiency.demos == []  # off by default
     relations, verdicts = pooled.prune_relations.demos, pooled.check_sufficiency.demos
     assert len({d["question"] for d in relations}) >= 3 and all(d["relations_to_follow"] and d["topic"] for d in relations)
-    # sufficiency's pool is its gold verdicts (on by default), as many true as false
-    told = [d["evidence_sufficient"] for d in verdicts]
-    assert told and all(isinstance(v, bool) for v in told) and told.count(True) == told.count(False)
+    assert verdicts and all(isinstance(d["evidence_sufficient"], bool) for d in verdicts)
     save_program(pooled, tmp_path, settings={"kg": "demo"})
     loaded = load_program(tmp_path, kg)
     assert [dict(d) for d in loaded.prune_relations.demos] == [dict(d) for d in relations]
