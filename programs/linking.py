@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from kgqa.kg.graph import KnowledgeGraph
 
 HOWS = ("exact", "variant", "partial", "fuzzy", "embedding", "lexicon")
+_WRITTEN_OUT = ("exact", "variant")  # matches of a name as written, not of a prefix, a spelling or a vector
 # What the graph says about a candidate (one query for all of a question's candidates): how many
 # relations it has (a country, a person and a film have many; a tag, a value or a schema node few),
 # and how much of the rest of the question its relations' words cover ("county" beside
@@ -195,14 +196,19 @@ class Linker:
         return [*linking.linked, *others][: max(at_most, len(linking.linked))]
 
     def _choose(self, candidates: list[Candidate]) -> list[Candidate]:
-        """The best candidates down to the threshold, spans not overlapping; always the best one."""
+        """The best candidates down to the threshold, spans not overlapping; always the best one. Where
+        a name matched by its letters (`exact`, `variant`) over at least as many words, and scoring
+        above the threshold, overlaps a candidate found otherwise, the name written out wins:
+        "Afghan Afghani" over Afghanistan for "the Afghan Afghani" (dev: exact gold set 0.827 -> 0.829,
+        none worse)."""
         chosen: list[Candidate] = []
         threshold = self.threshold if self.trained else 0.9
         for candidate in candidates:
             if chosen and candidate.score < threshold:
                 break
+            candidate = next((c for c in candidates if _written_out_over(c, candidate, threshold)), candidate)
             span = candidate.span
-            if span and any(c.span and span[0] < c.span[1] and c.span[0] < span[1] for c in chosen):
+            if candidate in chosen or span and any(c.span and span[0] < c.span[1] and c.span[0] < span[1] for c in chosen):
                 continue
             chosen.append(candidate)
         return chosen
@@ -367,6 +373,18 @@ def _add_graph_features(candidates: list[Candidate], words: Sequence[str], graph
         rest = [w for i, w in enumerate(words) if i not in span and w not in STOPWORDS and len(w) > 2]
         candidate.features["graph_relations"] = math.log1p(len({e.relation for e in edges}))
         candidate.features["question_in_relations"] = sum(w[:5] in prefixes for w in rest) / len(rest) if rest else 0.0
+
+
+def _written_out_over(name: Candidate, other: Candidate, threshold: float) -> bool:
+    """`name` is a name the question writes out (an exact or variant match, scoring at least
+    `threshold`) over at least as many words as `other`, a candidate found by a looser match (a
+    prefix, a near spelling, a sentence vector) whose span overlaps it."""
+    if name is other or name.mention is None or other.mention is None or name.score < threshold:
+        return False
+    (start, end), (other_start, other_end) = name.span, other.span
+    return (name.mention.how in _WRITTEN_OUT and other.mention.how not in _WRITTEN_OUT
+            and start < other_end and other_start < end and end - start >= other_end - other_start)
+
 
 
 def _smoothed(gold: int, seen: int) -> float:

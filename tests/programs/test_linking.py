@@ -11,10 +11,10 @@ import pytest
 from kgqa.data.demo import split_path
 from kgqa.data.jsonl import load_jsonl
 from kgqa.kg import EmbeddedStore, KnowledgeGraph
-from kgqa.kg.names import LabelVectors, NameIndex
+from kgqa.kg.names import LabelVectors, Mention, NameIndex
 from kgqa.optimizers.teleprompters import Budget, compile_program
 from kgqa.programs import KGQA
-from kgqa.programs.linking import Linker
+from kgqa.programs.linking import Candidate, Linker
 from kgqa.programs.saving import LINKING_FILE, ProgramFileError, load_program, save_program
 from tests.programs.oracle import gold_oracle, oracle
 
@@ -99,6 +99,26 @@ def test_the_state_round_trips_through_json_and_a_bad_one_is_named(trained, inde
         Linker.from_dict({**state, "weights": {"os.system": 1.0}})
     with pytest.raises(ValueError, match="span_gold must map text to counts"):
         Linker.from_dict({**state, "stats": {**state["stats"], "span_gold": {"x": "many"}}})
+
+
+def candidate(name: str, how: str, span: tuple[int, int], score: float) -> Candidate:
+    mention = Mention(*span, text=name.lower(), entity=f"m.{name}", name=name, how=how, similarity=1.0)
+    return Candidate(mention.entity, name, mention, {}, score)
+
+
+def test_a_name_written_out_wins_over_a_looser_match_it_overlaps():
+    """ "the Afghan Afghani": the currency written out (exact, above the threshold) wins over
+    Afghanistan, found by the vector of "the afghan", which scores higher; not below the threshold,
+    and not over a longer span."""
+    linker = Linker(weights={"similarity": 1.0}, threshold=0.3)
+    country, currency = candidate("Afghanistan", "embedding", (4, 6), 0.62), candidate("Afghan afghani", "exact", (5, 7), 0.36)
+    other = candidate("Religion", "exact", (1, 2), 0.9)
+    assert linker._choose([other, country, currency]) == [other, currency]
+    currency.score = 0.2
+    assert linker._choose([other, country, currency]) == [other, country]
+    currency.score = 0.36
+    longer = candidate("Afghanistan", "embedding", (3, 6), 0.62)  # "use the afghan" is longer than "afghan afghani"
+    assert linker._choose([other, longer, currency]) == [other, longer]
 
 
 # -- what the graph says about candidates ----------------------------------------------------------
