@@ -8,8 +8,8 @@ questions and their gold topic entities (`Linker.fit`):
 - how often a span that names something was a gold topic, and how often each entity was,
 - words that stand for a topic entity the question never names ("WW2" -> World War II,
   "brother" -> Male): a lexicon kept where it held on several training questions.
-It keeps the best candidates whose spans do not overlap, down to a threshold tuned on held-out
-training questions, and always at least one when there is any. An uncompiled linker ranks by match
+It keeps the best candidates whose spans do not overlap, down to a threshold tuned on the training
+questions, each scored by a model fitted without it, and always at least one when there is any. An uncompiled linker ranks by match
 quality alone.
 """
 
@@ -47,7 +47,9 @@ KEPT_SHARE_MIN = 2  # n-grams seen in fewer training questions than this are not
 # Compiling counts, for each training question's candidates, only the other questions: a question's own
 # gold topics would vouch for its spans and entities (`link_prior`, `entity_prior`, the lexicon), and
 # the model would learn to trust those counts more than a new question can (dev: exact gold set
-# 0.798 -> 0.820 with 10 folds, 0.826 with the kept counts taken over every training question).
+# 0.798 -> 0.820 with 10 folds, 0.826 with the kept counts taken over every training question). The
+# same folds score each question for tuning the threshold with a model fitted on the others (a 70/30
+# split chose 0.3 or 0.4 by a few questions from one compile to the next).
 FOLDS = 10
 
 
@@ -217,52 +219,62 @@ class Linker:
 
     @classmethod
     def fit(
-        cls, examples: Iterable, index: NameIndex | LabelVectors, *, graph: KnowledgeGraph | None = None, held_out: float = 0.3,
-        seed: int = 0,
+        cls, examples: Iterable, index: NameIndex | LabelVectors, *, graph: KnowledgeGraph | None = None, seed: int = 0,
     ) -> Linker:
         """Learn from training questions and their gold topic entities (`example.topic_entities`, ids or
-        names): the model on `1 - held_out` of them (each question's features counted over the other
-        folds: `FOLDS`), then the threshold that links the exact gold set most often on the rest; the
-        counts and the lexicon it keeps are taken over every question. With `graph`, the model weighs
-        what the graph says about candidates as well (`GRAPH_FEATURES`, one query a question);
-        without, it leaves them out.
+        names). Each question's candidates get the features a new question would: the counts behind
+        them taken over the other folds (`FOLDS`). The threshold is the one that links the exact gold
+        set most often where each fold is scored by a model fitted on the other folds; the model kept is
+        then fitted on every question, and the counts and lexicon it links with are taken over all of
+        them. With `graph`, the model weighs what the graph says about candidates as well
+        (`GRAPH_FEATURES`, one query a question); without, it leaves them out.
         Needs scikit-learn (a dependency of sentence-transformers)."""
-        import numpy as np
-        from sklearn.linear_model import LogisticRegression
-
         rows = [(e.question, set(e.topic_entities)) for e in examples if getattr(e, "topic_entities", None)]
         if len(rows) < 10:
             raise ValueError(f"linking needs at least 10 training questions with topic entities, got {len(rows)}")
         random.Random(seed).shuffle(rows)
-        cut = max(1, int(len(rows) * (1 - held_out)))
-        fitting, tuning = rows[:cut], rows[cut:] or rows[:cut]
         found = {question: index.mentions(question) for question, _ in rows}  # once: spans' vectors are the slow part
         features = [  # what cannot vary is left out: the graph's features without a graph, embedding matches without vectors
             name for name in (FEATURES if graph is not None else MENTION_FEATURES)
             if name != "how_embedding" or isinstance(index, LabelVectors)
         ]
-        table, labels = [], []
-        for fold in range(FOLDS):  # each question's features from the other folds' counts (see FOLDS)
-            counted = cls(stats=_count([r for i, r in enumerate(fitting) if i % FOLDS != fold], found))
-            for question, gold in fitting[fold::FOLDS]:
-                for candidate in counted.candidates(question, found[question], index, graph=graph):
-                    table.append([candidate.features.get(name, 0.0) for name in features])
-                    labels.append(candidate.entity in gold or candidate.name in gold)
-        if len(set(labels)) < 2:
+        folds: list[list[tuple[set[str], list[Candidate]]]] = []  # per fold: (gold, candidates) of its questions
+        for fold in range(FOLDS):
+            counted = cls(stats=_count([r for i, r in enumerate(rows) if i % FOLDS != fold], found))
+            folds.append([(gold, counted.candidates(question, found[question], index, graph=graph))
+                          for question, gold in rows[fold::FOLDS]])
+        if len({_is_gold(c, gold) for fold in folds for gold, cs in fold for c in cs}) < 2:
             raise ValueError("linking needs training questions whose topic entities are both found and not found among the candidates")
-        linker = cls(stats=_count(fitting, found))
-        x = np.array(table)
+        tuned = []  # each fold scored by a model that never saw it, as a user's question will be
+        for held in range(FOLDS):
+            others = [q for i, fold in enumerate(folds) if i != held for q in fold]
+            if len({_is_gold(c, gold) for gold, cs in others for c in cs}) < 2:
+                continue  # (a handful of training questions) nothing to fit a scorer on without this fold
+            scorer = cls._fitted(features, others)
+            for gold, candidates in folds[held]:
+                for candidate in candidates:
+                    candidate.score = scorer._score(candidate.features)
+                tuned.append((gold, sorted(candidates, key=lambda c: (-c.score, c.entity))))
+        linker = cls._fitted(features, [q for fold in folds for q in fold])
+        if tuned:
+            linker.threshold = max((0.1, 0.2, 0.3, 0.4, 0.5, 0.6), key=lambda t: (linker._exact_rate(tuned, t), -abs(t - 0.5)))
+        linker.stats = _count(rows, found)
+        return linker
+
+    @classmethod
+    def _fitted(cls, features: list[str], questions: list[tuple[set[str], list[Candidate]]]) -> Linker:
+        """A linker whose model (logistic regression on the standardised `features`) is fitted on the
+        candidates of `questions`, labeled by their gold topics; no counts, default threshold."""
+        import numpy as np
+        from sklearn.linear_model import LogisticRegression
+
+        x = np.array([[c.features.get(name, 0.0) for name in features] for _, candidates in questions for c in candidates])
+        y = np.array([_is_gold(c, gold) for gold, candidates in questions for c in candidates])
         means, scales = x.mean(axis=0), x.std(axis=0)
         scales[scales == 0] = 1.0
-        model = LogisticRegression(max_iter=3000).fit((x - means) / scales, np.array(labels))
-        linker.weights = dict(zip(features, map(float, model.coef_[0])))
-        linker.means, linker.scales = dict(zip(features, map(float, means))), dict(zip(features, map(float, scales)))
-        linker.bias = float(model.intercept_[0])
-        # the tuning questions are new to the counts, as a user's will be
-        tuned = [(gold, linker._ranked(question, found[question], index, graph=graph)) for question, gold in tuning]
-        linker.threshold = max((0.1, 0.2, 0.3, 0.4, 0.5, 0.6), key=lambda t: (linker._exact_rate(tuned, t), -abs(t - 0.5)))
-        linker.stats = _count(rows, found)  # then every training question counts
-        return linker
+        model = LogisticRegression(max_iter=3000).fit((x - means) / scales, y)
+        return cls(weights=dict(zip(features, map(float, model.coef_[0]))), means=dict(zip(features, map(float, means))),
+                   scales=dict(zip(features, map(float, scales))), bias=float(model.intercept_[0]))
 
     @property
     def uses_vectors(self) -> bool:
@@ -385,6 +397,10 @@ def _written_out_over(name: Candidate, other: Candidate, threshold: float) -> bo
     return (name.mention.how in _WRITTEN_OUT and other.mention.how not in _WRITTEN_OUT
             and start < other_end and other_start < end and end - start >= other_end - other_start)
 
+
+
+def _is_gold(candidate: Candidate, gold: set[str]) -> bool:
+    return candidate.entity in gold or candidate.name in gold
 
 
 def _smoothed(gold: int, seen: int) -> float:

@@ -185,10 +185,28 @@ def test_compiling_finds_each_questions_names_once_and_keeps_counts_over_all_of_
     counting = CountingIndex(index)
     linker = Linker.fit(rows, counting, seed=0)
     assert sorted(counting.asked) == sorted(row.question for row in rows)  # spans' vectors are the slow part
-    # the threshold was tuned on questions left out of the counts; the kept counts hold every question
+    # the kept counts hold every question
     assert linker.stats.questions == len(rows)
     assert all(linker.stats.entity_gold.get(name, 0) == 0 for name in PEOPLE)  # each seen once: not kept
     assert linker.stats.question_share["which city did"] == len(rows)
+
+
+def test_the_threshold_is_tuned_on_every_question_scored_by_a_model_that_never_saw_it(index, monkeypatch):
+    rows = [example(f"In what location was the composer {name} born?", [IDS[name]]) for name in PEOPLE[:-1]]
+    tuned_on = []
+
+    def exact_rate(self, tuned, threshold):
+        tuned_on.append(tuned)
+        return 1.0 if threshold == 0.2 else 0.5
+
+    monkeypatch.setattr(Linker, "_exact_rate", exact_rate)
+    linker = Linker.fit(rows, index, seed=0)
+    assert linker.threshold == 0.2  # the best rate there
+    questions = tuned_on[0]
+    assert len(questions) == len(rows) and all(tuned == questions for tuned in tuned_on)
+    golds = sorted(next(iter(gold)) for gold, _ in questions)
+    assert golds == sorted(IDS[name] for name in PEOPLE[:-1])  # each question once
+    assert all(0 < c.score < 1 for _, candidates in questions for c in candidates)  # each scored by a fold's model
 
 
 def test_fitting_needs_enough_questions_with_topics(index):
