@@ -9,8 +9,8 @@ questions and their gold topic entities (`Linker.fit`):
 - words that stand for a topic entity the question never names ("WW2" -> World War II,
   "brother" -> Male): a lexicon kept where it held on several training questions.
 It keeps the best candidates whose spans do not overlap, down to a threshold tuned on the training
-questions, each scored by a model fitted without it, and always at least one when there is any. An uncompiled linker ranks by match
-quality alone.
+questions, each scored by a model fitted without it, and always at least one when there is any. An
+uncompiled linker ranks by match quality alone.
 """
 
 from __future__ import annotations
@@ -210,7 +210,7 @@ class Linker:
                 break
             candidate = next((c for c in candidates if _written_out_over(c, candidate, threshold)), candidate)
             span = candidate.span
-            if candidate in chosen or span and any(c.span and span[0] < c.span[1] and c.span[0] < span[1] for c in chosen):
+            if candidate in chosen or (span and any(c.span and span[0] < c.span[1] and c.span[0] < span[1] for c in chosen)):
                 continue
             chosen.append(candidate)
         return chosen
