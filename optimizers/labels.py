@@ -21,6 +21,7 @@ from kgqa.evaluate.metrics import gold_paths, gold_relation_paths, normalize, sa
 from kgqa.kg import Direction, KnowledgeGraph
 from kgqa.lm.scripted import scripted_lm
 from kgqa.programs.kgqa import hop_kind
+from kgqa.programs.linking import is_topic
 from kgqa.programs.render import fact_names
 
 _HOP = re.compile(r"^hop (\d+)")
@@ -325,7 +326,7 @@ def topic_demos(program, examples: Sequence[dspy.Example], *, limit: int) -> lis
         shown = program.topic_choice_inputs(question) if gold else None
         if not shown:
             continue
-        meant = [label for label, c in zip(shown["candidate_entities"], shown["candidates"]) if c.entity in gold or c.name in gold]
+        meant = [label for label, c in zip(shown["candidate_entities"], shown["candidates"]) if is_topic(c, gold)]
         if meant:
             demos.append(dspy.Example(question=question, candidate_entities=shown["candidate_entities"],
                                       entities_meant=meant).with_inputs("question", "candidate_entities"))

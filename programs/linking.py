@@ -243,33 +243,35 @@ class Linker:
             counted = cls(stats=_count([r for i, r in enumerate(rows) if i % FOLDS != fold], found))
             folds.append([(gold, counted.candidates(question, found[question], index, graph=graph))
                           for question, gold in rows[fold::FOLDS]])
-        if len({_is_gold(c, gold) for fold in folds for gold, cs in fold for c in cs}) < 2:
+        linker = cls._fitted(features, [q for fold in folds for q in fold])
+        if linker is None:
             raise ValueError("linking needs training questions whose topic entities are both found and not found among the candidates")
         tuned = []  # each fold scored by a model that never saw it, as a user's question will be
         for held in range(FOLDS):
-            others = [q for i, fold in enumerate(folds) if i != held for q in fold]
-            if len({_is_gold(c, gold) for gold, cs in others for c in cs}) < 2:
-                continue  # (a handful of training questions) nothing to fit a scorer on without this fold
-            scorer = cls._fitted(features, others)
+            scorer = cls._fitted(features, [q for i, fold in enumerate(folds) if i != held for q in fold])
+            if scorer is None:  # (a handful of training questions) nothing to fit without this fold
+                continue
             for gold, candidates in folds[held]:
                 for candidate in candidates:
                     candidate.score = scorer._score(candidate.features)
                 tuned.append((gold, sorted(candidates, key=lambda c: (-c.score, c.entity))))
-        linker = cls._fitted(features, [q for fold in folds for q in fold])
         if tuned:
             linker.threshold = max((0.1, 0.2, 0.3, 0.4, 0.5, 0.6), key=lambda t: (linker._exact_rate(tuned, t), -abs(t - 0.5)))
         linker.stats = _count(rows, found)
         return linker
 
     @classmethod
-    def _fitted(cls, features: list[str], questions: list[tuple[set[str], list[Candidate]]]) -> Linker:
+    def _fitted(cls, features: list[str], questions: list[tuple[set[str], list[Candidate]]]) -> Linker | None:
         """A linker whose model (logistic regression on the standardised `features`) is fitted on the
-        candidates of `questions`, labeled by their gold topics; no counts, default threshold."""
+        candidates of `questions`, labeled by their gold topics; no counts, default threshold. None
+        when the candidates are all gold or all not: nothing to tell apart."""
         import numpy as np
         from sklearn.linear_model import LogisticRegression
 
+        y = np.array([is_topic(c, gold) for gold, candidates in questions for c in candidates])
+        if len(set(y.tolist())) < 2:
+            return None
         x = np.array([[c.features.get(name, 0.0) for name in features] for _, candidates in questions for c in candidates])
-        y = np.array([_is_gold(c, gold) for gold, candidates in questions for c in candidates])
         means, scales = x.mean(axis=0), x.std(axis=0)
         scales[scales == 0] = 1.0
         model = LogisticRegression(max_iter=3000).fit((x - means) / scales, y)
@@ -342,7 +344,7 @@ def _count(rows: list[tuple[str, set[str]]], mentions_of: dict[str, list[Mention
         for span, named in by_span.items():
             matched[span] += 1
             gold_spans[span] += bool(named & gold)
-        names = {m.name for m in mentions if m.entity in gold or m.name in gold}
+        names = {m.name for m in mentions if is_topic(m, gold)}
         for name in {m.name for m in mentions}:
             seen[name] += 1
             gold_entities[name] += name in names
@@ -397,10 +399,9 @@ def _written_out_over(name: Candidate, other: Candidate, threshold: float) -> bo
     return (name.mention.how in _WRITTEN_OUT and other.mention.how not in _WRITTEN_OUT
             and start < other_end and other_start < end and end - start >= other_end - other_start)
 
-
-
-def _is_gold(candidate: Candidate, gold: set[str]) -> bool:
-    return candidate.entity in gold or candidate.name in gold
+def is_topic(found: Candidate | Mention, topics: set[str]) -> bool:
+    """`found` (a candidate or a mention) names one of `topics`, given by id or by name."""
+    return found.entity in topics or found.name in topics
 
 
 def _smoothed(gold: int, seen: int) -> float:
