@@ -265,13 +265,15 @@ class KGProgram(dspy.Module):
         return [(c, 0.5 / (1 + rank)) for rank, c in enumerate(self.embedder.top(query, candidates, limit))]
 
     def _checked_choice(
-        self, state: WalkState, predictor: dspy.Predict, *, chosen: str, candidates: list[str], limit: int, **inputs
+        self, state: WalkState, predictor: dspy.Predict, *, chosen: str, candidates: list[str], limit: int,
+        at_least: int = 0, **inputs,
     ) -> list[str] | None:
-        """One call whose `chosen` output is typed as at most `limit` of `candidates`, its choice
-        checked against them (near misses snapped, the rest counted as dropped): the candidates
-        kept, [] when the model chose none, None when its output is unusable (unparseable,
-        nothing valid). `inputs` are the predictor's inputs, however they show the candidates."""
-        signature = predictor.signature.with_updated_fields(chosen, type_=choices(candidates, at_most=limit))
+        """One call whose `chosen` output is typed as `at_least` to `limit` of `candidates`, its
+        choice checked against them (near misses snapped, the rest counted as dropped): the
+        candidates kept, [] when the model chose none, None when its output is unusable
+        (unparseable, nothing valid). `inputs` are the predictor's inputs, however they show the
+        candidates."""
+        signature = predictor.signature.with_updated_fields(chosen, type_=choices(candidates, at_least=at_least, at_most=limit))
         out = self._call(state, predictor, signature=signature, **inputs)
         outputs = getattr(out, chosen, None) if out is not None else None
         if outputs == []:  # the model's answer is "none of these"

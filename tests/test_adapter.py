@@ -42,7 +42,9 @@ def test_a_choice_is_an_enum_with_a_length_cap_in_the_schema():
     signature = PruneRelations.with_updated_fields("relations_to_follow", type_=choices(["a", "b", "a"], at_most=1))
     schema = output_model(signature).model_json_schema()
     field = schema["properties"]["relations_to_follow"]
-    assert field["items"]["enum"] == ["a", "b"] and field["maxItems"] == 1
+    assert field["items"]["enum"] == ["a", "b"] and field["maxItems"] == 1 and "minItems" not in field
+    at_least_one = output_model(PruneRelations.with_updated_fields("relations_to_follow", type_=choices(["a", "b"], at_least=1)))
+    assert at_least_one.model_json_schema()["properties"]["relations_to_follow"]["minItems"] == 1
     assert schema["additionalProperties"] is False and schema["required"] == ["relations_to_follow"]
     with pytest.raises(ValueError):
         choices([])

@@ -47,12 +47,15 @@ class CompactChatAdapter(dspy.ChatAdapter):
         )
 
 
-def choices(candidates: list[str], *, at_most: int | None = None) -> Any:
-    """The type of a field that picks from CANDIDATES: a list of their literal values, at most AT_MOST long."""
+def choices(candidates: list[str], *, at_least: int = 0, at_most: int | None = None) -> Any:
+    """The type of a field that picks from CANDIDATES: a list of their literal values, at least
+    AT_LEAST and at most AT_MOST long."""
     if not candidates:
         raise ValueError("a choice needs at least one candidate")
     picked = list[Literal[tuple(dict.fromkeys(candidates))]]
-    return Annotated[picked, pydantic.Field(max_length=at_most)] if at_most else picked
+    if not (at_least or at_most):
+        return picked
+    return Annotated[picked, pydantic.Field(min_length=at_least or None, max_length=at_most)]
 
 
 def _lenient(annotation: Any) -> Any:

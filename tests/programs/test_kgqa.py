@@ -180,6 +180,7 @@ def test_a_plan_a_hop_too_long_does_not_lift_the_ends_past_the_answer(kg, ids):
     lm = oracle(["film.film.starring -> film.performance.actor"], hops=2, extracted_answers=lambda i: {"extracted_answers": []})
     pred = ask(kg, lm, "Who acted in Inception?", [ids["Inception"]])
     assert pred.trace.depth == 2 and statuses(pred.trace)["extraction"] == ["fell_back"]  # the first ranked answers
+    assert [s["why"] for s in pred.trace.steps if s["step"] == "extraction"] == ["no answer chosen: the first ranked"]
     assert pred.answers[0] in {end for _, _, end, _ in pred.trace.walk[0]["edges"]}
 
 
@@ -441,7 +442,7 @@ def test_choices_go_to_a_constraining_lm_as_a_json_schema(kg, ids):
     answer_schema = by_key["extracted_answers"]["schema"]["properties"]["extracted_answers"]
     (shown,) = [i["candidate_paths"] for key, i in lm.scripted.calls if key == "extracted_answers"]
     assert sorted(answer_schema["items"]["enum"]) == sorted(pred.trace.candidates) and len(shown) == len(pred.trace.candidates)
-    assert answer_schema["maxItems"] == WalkConfig().answers_chosen
+    assert answer_schema["maxItems"] == WalkConfig().answers_chosen and answer_schema["minItems"] == 1  # "none" is no answer
     plan_schema = by_key["topic_kind"]["schema"]["properties"]["hop_targets"]
     assert plan_schema["maxItems"] == WalkConfig().depth and plan_schema["minItems"] == 1
     assert by_key["evidence_sufficient"]["schema"]["properties"]["evidence_sufficient"]["type"] == "boolean"
