@@ -23,7 +23,7 @@ from pathlib import Path
 
 INDEX_FILE = "names.json"
 VECTORS_FILE = "name_vectors.npz"
-VERSION = 2  # 2: folding reads misread UTF-8 again (`repaired`), so vectors of folded names differ
+VERSION = 3  # 2: folding reads misread UTF-8 again (`repaired`); 3: letters without accents to strip are spelled out (æ -> ae)
 # Words that start no mention on their own: a name made of them only ("The", "Who") is matched only
 # exactly and in full.
 STOPWORDS = frozenset(
@@ -32,6 +32,7 @@ STOPWORDS = frozenset(
 )
 LONGEST_MENTION = 12  # tokens ("Abbott and Costello Meet Dr. Jekyll and Mr. Hyde" has 9)
 PREFIX = 4  # characters of a token that find names spelled a little differently (jamaican -> jamaica)
+MISSPELT = 5  # a token this long finds names one letter away from it (gifoyle -> Gilfoyle, ahmaric -> Amharic)
 COMMON_POSTING = 400  # a token or prefix in more names than this finds no fuzzy candidates by itself
 
 
@@ -55,9 +56,15 @@ def repaired(text: str) -> str:
     return _MISREAD_RUN.sub(reread, text)
 
 
+# Letters that carry no accent to strip, as an English keyboard spells them ("Læsø" -> "Laeso")
+_SPELLED = str.maketrans({"æ": "ae", "Æ": "Ae", "ø": "o", "Ø": "O", "ß": "ss", "œ": "oe", "Œ": "Oe", "ł": "l", "Ł": "L",
+                          "đ": "d", "Đ": "D", "ð": "d", "Ð": "D", "þ": "th", "Þ": "Th", "ı": "i"})
+
+
 def plain(text: str) -> str:
-    """Misread UTF-8 repaired, accents removed, possessive 's dropped, "&" read as "and"; case kept."""
-    text = unicodedata.normalize("NFKD", repaired(text))
+    """Misread UTF-8 repaired, accents removed (and letters like æ, ø, ß spelled out), possessive 's
+    dropped, "&" read as "and"; case kept."""
+    text = unicodedata.normalize("NFKD", repaired(text)).translate(_SPELLED)
     text = "".join(c for c in text if not unicodedata.combining(c))
     text = re.sub(r"['’]s\b", "", text, flags=re.IGNORECASE)
     return text.replace("&", " and ")
@@ -91,6 +98,14 @@ def _variants(name: str) -> set[tuple[str, ...]]:
         forms.add(tuple(joined + ([run] if run else [])))
     variants = {form for form in forms if form and not all(t in STOPWORDS for t in form)}  # not "the who" -> "who"
     return variants | {full} if full else set()
+
+
+def _deleted(token: str) -> set[str]:
+    """Posting keys of a word of `MISSPELT` letters or more: the word with each letter left out
+    (symmetric deletion: two words one edit apart share one of them, or one is the other's)."""
+    if len(token) < MISSPELT or not token.isalpha():
+        return set()
+    return {"-" + token[:i] + token[i + 1 :] for i in range(len(token))}
 
 
 def trigram_similarity(a: str, b: str) -> float:
@@ -143,7 +158,7 @@ class NameIndex:
             self._by_name[name].append(entity)
             for form in _variants(name):
                 self._forms[form].append((i, form == full))
-            for key in {k for t in full if t not in STOPWORDS for k in (t, "~" + t[:PREFIX])}:
+            for key in {k for t in full if t not in STOPWORDS for k in (t, "~" + t[:PREFIX], *_deleted(t))}:
                 self._postings[key].append(i)
 
     def __len__(self) -> int:
@@ -189,12 +204,14 @@ class NameIndex:
         return sorted(found.values(), key=lambda m: (m.start, -m.end, -m.similarity, m.entity))
 
     def _near(self, span: tuple[str, ...]) -> set[int]:
-        """Names sharing a (non-stop) word or a word's first letters with the span."""
+        """Names sharing a (non-stop) word or a word's first letters with the span, or a word one
+        letter away from one of its words (a letter missing, added, changed, or two swapped)."""
         near: set[int] = set()
         for token in span:
             if token in STOPWORDS:
                 continue
-            for key in (token, "~" + token[:PREFIX]):
+            misspelt = _deleted(token)  # the name's word with a letter more, or as far from it
+            for key in (token, "~" + token[:PREFIX], "-" + token, *misspelt, *(key[1:] for key in misspelt)):
                 posting = self._postings.get(key, ())
                 if len(posting) <= COMMON_POSTING:
                     near.update(posting)

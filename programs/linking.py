@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kgqa.kg.names import STOPWORDS, LabelVectors, Mention, NameIndex, plain, tokens
+from kgqa.kg.names import STOPWORDS, LabelVectors, Mention, NameIndex, fold, plain, tokens
 
 if TYPE_CHECKING:
     from kgqa.kg.graph import KnowledgeGraph
@@ -39,6 +39,7 @@ MENTION_FEATURES = (  # what the mention looks like and what the training questi
     "similarity", "span_words", "name_words", "coverage", "capitalised", "lower_case_question",
     "capitalised_in_cased_question", "question_share", "log_question_share", "link_prior", "entity_prior",
     "same_case", "stopword_span", "numeric_span", "inside_exact", "inside_any", "exact_capitalised", *(f"how_{h}" for h in HOWS),
+    "after_name", "after_name_comma",
 )
 FEATURES = (*MENTION_FEATURES, *GRAPH_FEATURES)
 LEXICON_MIN_QUESTIONS = 3
@@ -168,10 +169,16 @@ class Linker:
             if mention.entity not in best or _quality(candidate) > _quality(best[mention.entity]):
                 best[mention.entity] = candidate
         spans = [(c.span, c.mention.how) for c in best.values()]
+        written_ends = {span[1] for span, how in spans if how in _WRITTEN_OUT}
+        commas = _comma_after(question)
         for candidate in best.values():
             inside = [how for span, how in spans if span != candidate.span and span[0] <= candidate.span[0] and candidate.span[1] <= span[1]]
             candidate.features["inside_exact"] = float(any(h in ("exact", "variant") for h in inside))
             candidate.features["inside_any"] = float(bool(inside))
+            # a name right after another written-out one qualifies it ("Greeley, Colorado", "Rome, Italy")
+            start = candidate.span[0]
+            candidate.features["after_name"] = float(start in written_ends)
+            candidate.features["after_name_comma"] = float(start in written_ends and start - 1 in commas)
         for gram in sorted(_ngrams(words)):  # a fixed order: the first gram to name an entity sets its features
             for topic, precision in stats.lexicon.get(gram, ()):
                 for entity, name in index.resolve(topic):
@@ -425,6 +432,12 @@ def _quality(candidate: Candidate) -> tuple[float, float]:
 
 def _ngrams(words: Sequence[str], longest: int = 3) -> set[str]:
     return {" ".join(words[i : i + n]) for n in range(1, longest + 1) for i in range(len(words) - n + 1)}
+
+
+def _comma_after(text: str) -> set[int]:
+    """The positions (in `tokens(text)`) of the tokens a comma follows."""
+    folded = fold(text)
+    return {i for i, match in enumerate(re.finditer(r"[a-z0-9]+", folded)) if folded[match.end() : match.end() + 1] == ","}
 
 
 def _cased_tokens(text: str) -> list[str]:

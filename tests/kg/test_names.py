@@ -50,6 +50,19 @@ def test_names_as_users_write_them():
     assert ("celtics", "partial") in found_all("did the celtics win")["m.8"]
 
 
+def test_a_word_one_letter_off_still_finds_the_name():
+    # as CWQ's questions write them: a letter missing or added; letters with no accent to strip
+    index = NameIndex([("m.g", "Gilfoyle"), ("m.k", "Cambodian French"), ("m.a", "Amharic"), ("m.l", "Læsø Municipality")])
+    def near(question: str) -> set[tuple[str, str]]:
+        return {(m.text, m.name) for m in index.mentions(question) if m.similarity >= 0.6}
+    assert ("gifoyle", "Gilfoyle") in near("In which state did the fictional character Gifoyle live?")
+    assert ("cabodian french", "Cambodian French") in near("when Cabodian French is the primary language")
+    assert ("amharicc", "Amharic") in near("where Amharicc is spoken")
+    assert {(m.text, m.how) for m in index.mentions("the Laeso Municipality")} >= {("laeso municipality", "exact")}
+    assert tokens("Læsø, Straße, Łódź, Þórr") == ("laeso", "strasse", "lodz", "thorr")
+    assert not near("a short word: gilf")  # a four-letter word finds nothing one letter away
+
+
 def test_common_words_alone_name_nothing_but_exact_names():
     assert "m.6" not in found("who is the president")  # "the" and "who" start no near match
     assert found("a concert by The Who")["m.6"] == ("the who", "exact")

@@ -121,6 +121,25 @@ def test_a_name_written_out_wins_over_a_looser_match_it_overlaps():
     assert linker._choose([other, longer, currency]) == [other, longer]
 
 
+def test_compiling_learns_that_a_name_after_another_qualifies_it():
+    """ "a college in Greeley, Colorado" is about Greeley; "in Greeley or Colorado" about both. The
+    state's words and name are the same in both; only where its name stands (right after a town's,
+    past a comma) tells them apart."""
+    towns, states = TOWNS[:12], ["Ostland", "Westmark", "Nordia", "Suden"]
+    index = NameIndex([(f"m.{name}", name) for name in towns + states])
+    rows = []
+    for i, town in enumerate(towns[:-1]):  # the last town stays unseen
+        state = states[i % len(states)]
+        rows.append(example(f"Which college is in {town}, {state}?", [f"m.{town}"]))
+        rows.append(example(f"Which college is in {state}?", [f"m.{state}"]))
+        rows.append(example(f"Which college is in {town} or {state}?", [f"m.{town}", f"m.{state}"]))
+    linker = Linker.fit(rows, index, seed=0)
+    assert linked(linker, index, f"Which college is in {towns[-1]}, Nordia?") == {f"m.{towns[-1]}"}
+    assert linked(linker, index, f"Which college is in {towns[-1]} or Nordia?") == {f"m.{towns[-1]}", "m.Nordia"}
+    (state,) = [c for c in linker.link(f"Which college is in {towns[-1]}, Nordia?", index).candidates if c.name == "Nordia"]
+    assert state.features["after_name"] == state.features["after_name_comma"] == 1.0
+
+
 # -- what the graph says about candidates ----------------------------------------------------------
 
 TOWNS = ["Alder", "Birchwood", "Cedar Falls", "Dunmore", "Elmhurst", "Fairhaven", "Glenrock", "Hollis",
