@@ -32,7 +32,7 @@ STOPWORDS = frozenset(
 )
 LONGEST_MENTION = 12  # tokens ("Abbott and Costello Meet Dr. Jekyll and Mr. Hyde" has 9)
 PREFIX = 4  # characters of a token that find names spelled a little differently (jamaican -> jamaica)
-MISSPELT = 5  # a token this long finds names one letter away from it (gifoyle -> Gilfoyle, ahmaric -> Amharic)
+MISSPELT = 5  # a token this long finds names one letter away from it (gifoyle -> Gilfoyle, cabodian -> Cambodian)
 COMMON_POSTING = 400  # a token or prefix in more names than this finds no fuzzy candidates by itself
 
 
