@@ -173,7 +173,7 @@ class Linker:
         commas = _comma_after(question)
         for candidate in best.values():
             inside = [how for span, how in spans if span != candidate.span and span[0] <= candidate.span[0] and candidate.span[1] <= span[1]]
-            candidate.features["inside_exact"] = float(any(h in ("exact", "variant") for h in inside))
+            candidate.features["inside_exact"] = float(any(h in _WRITTEN_OUT for h in inside))
             candidate.features["inside_any"] = float(bool(inside))
             # a name right after another written-out one qualifies it ("Greeley, Colorado", "Rome, Italy")
             start = candidate.span[0]
