@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import dspy
 import pyoxigraph as ox
@@ -99,6 +100,36 @@ def test_the_state_round_trips_through_json_and_a_bad_one_is_named(trained, inde
         Linker.from_dict({**state, "weights": {"os.system": 1.0}})
     with pytest.raises(ValueError, match="span_gold must map text to counts"):
         Linker.from_dict({**state, "stats": {**state["stats"], "span_gold": {"x": "many"}}})
+
+
+def test_a_linker_saved_before_hidden_layers_still_loads_and_links_as_it_did(trained, index):
+    """A logistic model's state (one weight per feature, no `hidden_bias`, no `output`) is a linker
+    scoring as that model: sigmoid(bias + weight * standardised feature)."""
+    state = {**trained.to_dict(), "weights": {"similarity": 2.0, "capitalised": 1.0},
+             "means": {"similarity": 0.5, "capitalised": 0.5}, "scales": {"similarity": 0.25, "capitalised": 0.5}, "bias": -1.0}
+    del state["hidden_bias"], state["output"]
+    old = Linker.from_dict(json.loads(json.dumps(state)))
+    assert old.trained and not old.hidden_bias
+    z = -1.0 + 2.0 * (1.0 - 0.5) / 0.25 + 1.0 * (0.0 - 0.5) / 0.5
+    assert old._score({"similarity": 1.0, "capitalised": 0.0}) == pytest.approx(1 / (1 + math.exp(-z)))
+    assert linked(old, index, "Where was Zed Novak born?") == {IDS["Zed Novak"]}
+    with pytest.raises(ValueError, match="hidden_bias and output, or neither"):
+        Linker.from_dict({**state, "output": [1.0]})
+    units = len(trained.hidden_bias)
+    with pytest.raises(ValueError, match=f"a list of {units}, one per hidden unit"):
+        Linker.from_dict({**trained.to_dict(), "weights": {"similarity": [1.0] * (units + 1)}})
+
+
+def test_the_model_weighs_a_feature_by_another():
+    """Candidates that are topics where exactly one of two features is set (XOR): no weighting of
+    each feature alone tells them apart, a hidden layer does."""
+    def question(a: float, b: float) -> tuple[set[str], list[Candidate]]:
+        name = f"a{a}b{b}"
+        return ({name} if a != b else set()), [Candidate(name, name, None, {"similarity": a, "capitalised": b})]
+    questions = [question(a, b) for a in (0.0, 1.0) for b in (0.0, 1.0)] * 20
+    model = Linker._fitted(["similarity", "capitalised"], questions, seed=0)
+    score = {(a, b): model._score({"similarity": a, "capitalised": b}) for a in (0.0, 1.0) for b in (0.0, 1.0)}
+    assert min(score[0.0, 1.0], score[1.0, 0.0]) > 0.5 > max(score[0.0, 0.0], score[1.0, 1.0])
 
 
 def candidate(name: str, how: str, span: tuple[int, int], score: float) -> Candidate:
