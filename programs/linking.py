@@ -8,9 +8,9 @@ questions and their gold topic entities (`Linker.fit`):
 - how often a span that names something was a gold topic, and how often each entity was,
 - words that stand for a topic entity the question never names ("WW2" -> World War II,
   "brother" -> Male): a lexicon kept where it held on several training questions.
-The model is a small neural network (one hidden layer of ReLU units over the standardised features):
-a feature's weight depends on the others ("governor" is a topic beside "of Arizona" and not after
-"elected", a common word capitalised is a title). It keeps the best candidates whose spans do not
+The model is a small neural network (one hidden layer of ReLU units over the standardised features),
+so what one feature says can depend on the others; logistic regression, before it, weighed each
+feature the same whatever the rest said. It keeps the best candidates whose spans do not
 overlap, down to a threshold tuned on the training questions, each scored by a model fitted without
 it, and always at least one when there is any. An uncompiled linker ranks by match quality alone.
 """
