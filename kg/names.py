@@ -178,6 +178,13 @@ class NameIndex:
         """Every span of the question that names an entity, at most one mention per (span, entity)."""
         words = tokens(question)
         found: dict[tuple[int, int, str], Mention] = {}
+        near_word: dict[str, set[int]] = {}  # a word is in up to ten spans: its near names are looked up once
+
+        def near(span: tuple[str, ...]) -> set[int]:
+            """Names near a (non-stop) word of the span (`_near`)."""
+            for token in set(span) - STOPWORDS - near_word.keys():
+                near_word[token] = self._near(token)
+            return set().union(*(near_word[t] for t in span if t not in STOPWORDS))
 
         def keep(mention: Mention) -> None:
             key = (mention.start, mention.end, mention.entity)
@@ -193,7 +200,7 @@ class NameIndex:
                     keep(Mention(start, end, text, entity, name, "exact" if is_full else "variant", 1.0 if is_full else 0.95))
                 if all(t in STOPWORDS for t in span) or end - start > 4:
                     continue
-                for i in self._near(span):
+                for i in near(span):
                     entity, name = self.names[i]
                     folded = self._folded[i]
                     similarity = trigram_similarity(text, folded)
@@ -203,18 +210,15 @@ class NameIndex:
                     keep(Mention(start, end, text, entity, name, "partial" if partial else "fuzzy", similarity))
         return sorted(found.values(), key=lambda m: (m.start, -m.end, -m.similarity, m.entity))
 
-    def _near(self, span: tuple[str, ...]) -> set[int]:
-        """Names sharing a (non-stop) word or a word's first letters with the span, or a word one
-        letter away from one of its words (a letter missing, added, changed, or two swapped)."""
+    def _near(self, token: str) -> set[int]:
+        """Names sharing the (non-stop) word or its first letters, or with a word one letter away
+        from it (a letter missing, added, changed, or two swapped)."""
         near: set[int] = set()
-        for token in span:
-            if token in STOPWORDS:
-                continue
-            misspelt = _deleted(token)  # the name's word with a letter more, or as far from it
-            for key in (token, "~" + token[:PREFIX], "-" + token, *misspelt, *(key[1:] for key in misspelt)):
-                posting = self._postings.get(key, ())
-                if len(posting) <= COMMON_POSTING:
-                    near.update(posting)
+        misspelt = _deleted(token)  # the name's word with a letter more, or as far from it
+        for key in (token, "~" + token[:PREFIX], "-" + token, *misspelt, *(key[1:] for key in misspelt)):
+            posting = self._postings.get(key, ())
+            if len(posting) <= COMMON_POSTING:
+                near.update(posting)
         return near
 
     # -- kept beside the store -----------------------------------------------------------------
