@@ -351,17 +351,17 @@ class Linker:
         if not isinstance(stats, dict) or set(stats) != set(LinkStats().__dict__):
             raise ValueError("linking stats do not match this kgqa")
         hidden_bias, output = data.get("hidden_bias", []), data.get("output", [])
-        if not all(isinstance(v, list) and all(isinstance(x, (int, float)) for x in v) for v in (hidden_bias, output)) \
-                or len(hidden_bias) != len(output):
+        units = len(hidden_bias) if isinstance(hidden_bias, list) else -1
+        if not (_numbers(hidden_bias, units) and _numbers(output, units)):
             raise ValueError("linking hidden_bias and output must be lists of numbers, one per hidden unit")
-        units = len(hidden_bias)
         for part in ("weights", "means", "scales"):
             values = data[part]
+            layered = part == "weights" and units > 0  # each feature's weights into the hidden units
             if not isinstance(values, dict) or not set(values) <= set(FEATURES) or not all(
-                _is_weight(v, units if part == "weights" else 0) for v in values.values()
+                _numbers(v, units) if layered else _is_number(v) for v in values.values()
             ):
-                raise ValueError(f"linking {part} must map known features to numbers" + (
-                    f" (weights: a list of {units}, one per hidden unit)" if part == "weights" and units else ""))
+                raise ValueError(f"linking {part} must map known features to numbers"
+                                 + (f" (weights: a list of {units}, one per hidden unit)" if layered else ""))
         if set(data["weights"]) - set(data["means"]) or set(data["weights"]) - set(data["scales"]):
             raise ValueError("every weighted linking feature needs a mean and a scale")
         for name in ("question_share", "span_matched", "span_gold", "entity_seen", "entity_gold"):
@@ -375,11 +375,13 @@ class Linker:
         )
 
 
-def _is_weight(value: object, units: int) -> bool:
-    """A number (no hidden layer: `units` 0), or a list of `units` numbers."""
-    if units:
-        return isinstance(value, list) and len(value) == units and all(isinstance(v, (int, float)) for v in value)
+def _is_number(value: object) -> bool:
     return isinstance(value, (int, float))
+
+
+def _numbers(value: object, count: int) -> bool:
+    """`value` is a list of `count` numbers."""
+    return isinstance(value, list) and len(value) == count and all(map(_is_number, value))
 
 
 def _count(rows: list[tuple[str, set[str]]], mentions_of: dict[str, list[Mention]]) -> LinkStats:
