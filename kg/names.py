@@ -75,8 +75,11 @@ def fold(text: str) -> str:
     return plain(text).casefold()
 
 
+TOKEN = re.compile(r"[a-z0-9]+")  # a word of folded text
+
+
 def tokens(text: str) -> tuple[str, ...]:
-    return tuple(re.findall(r"[a-z0-9]+", fold(text)))
+    return tuple(TOKEN.findall(fold(text)))
 
 
 def _variants(name: str) -> set[tuple[str, ...]]:

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kgqa.kg.names import STOPWORDS, LabelVectors, Mention, NameIndex, fold, plain, tokens
+from kgqa.kg.names import STOPWORDS, TOKEN, LabelVectors, Mention, NameIndex, fold, plain, tokens
 
 if TYPE_CHECKING:
     from kgqa.kg.graph import KnowledgeGraph
@@ -483,7 +483,7 @@ def _ngrams(words: Sequence[str], longest: int = 3) -> set[str]:
 def _comma_after(text: str) -> set[int]:
     """The positions (in `tokens(text)`) of the tokens a comma follows."""
     folded = fold(text)
-    return {i for i, match in enumerate(re.finditer(r"[a-z0-9]+", folded)) if folded[match.end() : match.end() + 1] == ","}
+    return {i for i, match in enumerate(TOKEN.finditer(folded)) if folded[match.end() : match.end() + 1] == ","}
 
 
 def _cased_tokens(text: str) -> list[str]:
