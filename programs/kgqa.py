@@ -283,7 +283,8 @@ class KGQA(KGProgram):
         if state.depth == len(state.hop_targets):  # the plan's last hop: does its target name one relation?
             named = self._named_relation(state, sorted(by_label))[1]
             state.named |= {_chain(t) for t in by_label.get(named, ())}
-        logged = {"depth": state.depth, "target": target, "offered": sorted(by_label)[:_LOGGED_RELATIONS], "chosen": [], "edges": []}
+        logged = {"depth": state.depth, "target": target, "offered": sorted(by_label)[:_LOGGED_RELATIONS], "pruned": [],
+                  "chosen": [], "edges": []}
         state.trace.walk.append(logged)
         if not reached:  # a dead end: resume from entities passed a hop before, or stop here
             resumed = self._reflect(state, frontier)
@@ -297,6 +298,7 @@ class KGQA(KGProgram):
             state.reached += reached
             return []
         chosen = self._prune_relations(state, sorted(by_label), frontier)
+        logged["pruned"] = list(chosen)  # the relation prune's own choice; "chosen" adds the beam's
         factors = {label: _NOT_GONE_ON for label in by_label} | dict(self._beam(state, by_label, chosen))
         logged["chosen"] = [label for label, factor in factors.items() if factor > _NOT_GONE_ON]
         scored = {label: [Trail(t.topic, t.hops, t.score * factors[label]) for t in trails] for label, trails in by_label.items()}

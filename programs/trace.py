@@ -64,7 +64,9 @@ class Trace:
     hops_walked: int = 0
     relation_path: list[list[str]] = field(default_factory=list)  # [relation, "out"|"in"] of the best trail
     prior_chains: list[list] = field(default_factory=list)  # [chain, weight]: the compiled chain prior's votes, heaviest first
-    walk: list[dict] = field(default_factory=list)  # per hop: target, relations offered and chosen, edges reached
+    # per hop: its target, the relations offered, the relation prune's choice ("pruned"), the relations
+    # gone on by ("chosen": that choice and the beam's), the edges reached
+    walk: list[dict] = field(default_factory=list)
     steps: list[dict] = field(default_factory=list)  # each step as it came: {"step", "status": ran|skipped|fell_back, "why"}
     step_usage: dict[str, list[int]] = field(default_factory=dict)  # predictor -> [LLM calls, input tokens, output tokens]
     candidates: list[str] = field(default_factory=list)  # the candidate answers shown to path answer extraction

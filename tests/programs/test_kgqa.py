@@ -427,6 +427,8 @@ def test_a_wide_frontier_shares_decisions(kg, ids):
     assert sorted(pred.answers) == ["Romance", "Science Fiction"]
     prunes = [i for key, i in lm.scripted.calls if key == "relations_to_follow"]
     assert [i["entity"] for i in prunes] == ["James Cameron"]  # one decision for hop 1; hop 2 is the plan's last
+    first = pred.trace.walk[0]  # the prune's own choice, apart from the relations the beam added to it
+    assert first["pruned"] == ["film.film.directed_by (reverse)"] and set(first["pruned"]) < set(first["chosen"])
     assert calls(lm) == ["topic_kind", "relations_to_follow", "evidence_sufficient", "extracted_answers"]
 
 
