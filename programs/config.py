@@ -37,9 +37,10 @@ class WalkConfig:
         other chains wait (the rest fill the places left): extraction chooses a chain as much as an
         answer, and a chain with thirty ends would hide every other one.
     agreed_answers: when some candidates are reached from more than one topic entity, extraction
-        (and the fact filter) sees only those reached from the most: a conjunction's answer meets
-        every entity the question names, where their paths meet in fewest hops first. One
-        candidate where they meet in fewer hops than at any other answers without a call.
+        (and the fact filter) sees those reached from the most first (a conjunction's answer meets
+        every entity the question names, where their paths meet in fewest hops first), then the
+        best of the others in the places left. One candidate where they meet in fewer hops than at
+        any other answers without a call.
     answers_chosen: candidate answers extraction may choose; each brings the other ends of its chain.
     answer_paths: reasoning paths returned with the answers (best first).
     max_answers: answers returned at most.

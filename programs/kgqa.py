@@ -621,24 +621,28 @@ class KGQA(KGProgram):
 
     def _answer_choices(self, state: WalkState, candidates: list[Candidate]) -> list[Candidate]:
         """The candidates extraction chooses among (and the fact filter reads about): the first
-        `choices_shown` ranked; when some are reached from more than one topic entity, only those
-        reached from the most (a conjunction's answer meets every entity the question names, and the
-        ranking puts them first, nearest meeting first). `agreed_answers` off: the first ranked,
-        whoever reaches them. At most `choices_per_chain` of one relation chain while other chains'
-        candidates wait."""
+        `choices_shown` ranked, at most `choices_per_chain` of one relation chain while other chains'
+        candidates wait. When some are reached from more than one topic entity, those reached from
+        the most come first (a conjunction's answer meets every entity the question names, and the
+        ranking puts them first, nearest meeting first), and the best of the others fill the places
+        left: a meeting can be a hub (Belgium, where France's and Germany's wars meet) while the
+        answer is reached from one entity alone (CWQ-mini dev, 100 questions: candidate recall 0.660
+        -> 0.690, Hits@1 0.520 both). `agreed_answers` off: the first ranked, whoever reaches them."""
+        shown, per_chain = state.config.choices_shown, state.config.choices_per_chain
         most = candidates[0].topics if candidates else 0
-        if state.config.agreed_answers and most > 1:
-            candidates = [c for c in candidates if c.topics == most]
-        return _chains_spread(candidates, state.config.choices_shown, state.config.choices_per_chain)
+        if not (state.config.agreed_answers and most > 1):
+            return _chains_spread(candidates, shown, per_chain)
+        agreed = _chains_spread([c for c in candidates if c.topics == most], shown, per_chain)
+        return agreed + _chains_spread([c for c in candidates if c.topics < most], shown - len(agreed), per_chain)
 
     def _meeting_point(self, state: WalkState, shown: list[Candidate]) -> bool:
-        """Extraction has nothing to decide: the answers shown are all reached from the most topic
-        entities (more than one), and at one of them, the first, their paths meet in fewer hops than
-        at any other (a conjunction's answer is where the entities it names meet; farther meetings
-        are mostly hubs a hop past it)."""
+        """Extraction has nothing to decide: the first answer shown is reached from the most topic
+        entities (more than one), and their paths meet there in fewer hops than at any other
+        candidate they all reach (a conjunction's answer is where the entities it names meet;
+        farther meetings are mostly hubs a hop past it)."""
         if not (state.config.agreed_answers and shown and shown[0].topics > 1):
             return False
-        return all(c.meets > shown[0].meets for c in shown[1:])  # all reached from as many (`_answer_choices`)
+        return all(c.meets > shown[0].meets for c in shown[1:] if c.topics == shown[0].topics)
 
     def _plain_answer(self, state: WalkState, best: Candidate) -> bool:
         """Extraction has nothing to decide: the best candidate is reached by the relation the plan's
