@@ -176,6 +176,13 @@ class KGQA(KGProgram):
                 "memory_notes": list(state.memory), "candidates": [c.label for c in candidates],
                 "topic": ", ".join(dict.fromkeys(t.label for t in state.topics))}  # as `_demo_shape` splits it
 
+    def ranked_choices(self, question: str, topic_entities: Sequence[str] | None = None) -> tuple[list[str], list[str]]:
+        """Every candidate answer the walk reaches for `question` under the current LM, best first,
+        and the ones path answer extraction would be shown (labels): what `bench.replay` compares."""
+        state = self._new_state(question)
+        candidates = self._retrieve(state, topic_entities)
+        return [c.label for c in candidates], [c.label for c in self._answer_choices(state, candidates)]
+
     def link_question(self, question: str) -> tuple[Linking, Trace]:
         """A question without ids linked as the walk links it (the linker, then the topic choice),
         with the trace of it (LLM calls, the choice's outcome): what `bench.linking` scores."""
