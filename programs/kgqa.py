@@ -514,7 +514,10 @@ class KGQA(KGProgram):
 
     def _update_memory(self, state: WalkState, candidates: list[Candidate]) -> None:
         """Memory update: when the question names several entities, one note per entity on what its
-        paths established, the earlier notes updated (a conjunction's answer must fit them all)."""
+        paths established, the earlier notes updated (a conjunction's answer must fit them all).
+        Skipped where nothing reads the notes, and where the entities' paths meet at no candidate
+        and only extraction reads them (on CWQ-mini such notes said "X: no answer yet", and the
+        step off cost no answer: bench/results/ablation-cwq-test/)."""
         names = list(dict.fromkeys(t.label for t in state.topics))
         if not state.config.memory_update:
             return state.trace.record("memory_update", "skipped", "switched off")
@@ -524,6 +527,10 @@ class KGQA(KGProgram):
         if short and settled:  # the notes are read by sufficiency and extraction alone
             return state.trace.record("memory_update", "skipped",
                                       f"no step reads the notes: sufficiency is skipped ({short}), extraction too ({settled})")
+        if short and candidates and candidates[0].topics < 2:  # the ranking puts the most-reached first
+            return state.trace.record("memory_update", "skipped",
+                                      f"the named entities' paths meet at no candidate and sufficiency is skipped ({short}): "
+                                      "each entity's note could only repeat its own paths, which extraction is shown")
         rank = {c.label: i for i, c in enumerate(candidates)}
         reached = {name: [t for t in state.reached if t.topic.label == name and render.node_label(t.end) in rank] for name in names}
         evidence = []

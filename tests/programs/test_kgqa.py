@@ -309,6 +309,23 @@ def test_no_memory_call_where_the_topic_entities_meet_at_one_answer(tmp_path):
     assert "memory_notes" in calls(deeper)
 
 
+def test_no_memory_call_where_the_topic_entities_meet_nowhere_and_only_extraction_would_read_it(tmp_path):
+    # Lala reaches Brooklyn, Seymour Queens: no candidate both reach, so a note could only repeat
+    # each one's own paths, which extraction is shown beside the notes
+    kg = _metaqa_kg(tmp_path, ("Lala", "lived_in", "Brooklyn"), ("Seymour", "born_in", "Queens"))
+    lm = oracle(["lived_in", "born_in"], hops=1)
+    pred = ask(kg, lm, "which city is home to [Lala] and [Seymour]", depth=1)
+    steps = statuses(pred.trace)
+    assert steps["memory_update"] == ["skipped: the named entities' paths meet at no candidate and sufficiency is skipped "
+                                      "(no hop left to add): each entity's note could only repeat its own paths, which "
+                                      "extraction is shown"]
+    assert steps["extraction"] == ["ran"] and "memory_notes" not in calls(lm) and pred.trace.memory == []
+    # with a hop left to add, sufficiency reads the notes (an entity with no answer yet may need it): they are written
+    deeper = oracle(["lived_in", "born_in"], hops=1)
+    ask(kg, deeper, "which city is home to [Lala] and [Seymour]", depth=2, min_depth=1)
+    assert "memory_notes" in calls(deeper)
+
+
 def test_reflection_at_a_dead_end_resumes_from_entities_passed_a_hop_before(tmp_path):
     kg = _metaqa_kg(tmp_path, ("X", "r1", "B"), ("X", "r2", "C"), ("C", "r3", "D"))
     lm = oracle(["r1"], hops=2, extracted_answers=lambda i: {"extracted_answers": ["D"]})
