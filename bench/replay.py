@@ -39,10 +39,10 @@ stay_offline()
 import dspy  # noqa: E402
 
 from bench.accuracy import CWQ_MINI, DATASETS, METAQA, TRAIN, cwq_bench, metaqa_bench  # noqa: E402
-from kgqa.evaluate.metrics import same_answer  # noqa: E402
 from kgqa.evaluate.runner import read_records  # noqa: E402
 from kgqa.lm.adapter import ConstrainedJSONAdapter  # noqa: E402
 from kgqa.lm.scripted import scripted_lm  # noqa: E402
+from kgqa.optimizers.labels import gold_among  # noqa: E402
 from kgqa.programs import WalkConfig  # noqa: E402
 from kgqa.programs.saving import load_program  # noqa: E402
 
@@ -102,10 +102,6 @@ class Replayed:
         return dataclasses.asdict(self)
 
 
-def gold_among(labels: Sequence[str], gold: Sequence[str]) -> bool:
-    return any(same_answer(label, answer) for label in labels for answer in gold)
-
-
 def replay(program, examples: Sequence[dspy.Example], records: dict[str, dict]) -> list[Replayed]:
     """Each example with a record, walked again under the record's decisions."""
     decisions = RecordedDecisions()
@@ -117,10 +113,9 @@ def replay(program, examples: Sequence[dspy.Example], records: dict[str, dict]) 
                 continue
             decisions.use(record)
             ranked, shown = program.ranked_choices(example.question, list(example.topic_entities) or None)
-            gold = (record.get("gold") or {}).get("answers") or list(example.answers)
             before = record["trace"].get("candidates") or []
-            results.append(Replayed(example.id, shown == before, gold_among(ranked, gold), gold_among(shown, gold),
-                                    gold_among(before, gold), len(ranked)))
+            results.append(Replayed(example.id, shown == before, gold_among(example, ranked), gold_among(example, shown),
+                                    gold_among(example, before), len(ranked)))
     return results
 
 
@@ -142,7 +137,7 @@ def table(results: Sequence[Replayed], *, changes: dict) -> str:
 
 def walk_changes(pairs: Sequence[str]) -> dict:
     """`--set NAME=VALUE` pairs as WalkConfig fields of their types (checked by WalkConfig)."""
-    fields = {f.name: f for f in dataclasses.fields(WalkConfig)}
+    fields = {f.name for f in dataclasses.fields(WalkConfig)}
     changes = {}
     for pair in pairs:
         name, _, text = pair.partition("=")
