@@ -227,13 +227,10 @@ class KGProgram(dspy.Module):
         groups: dict[tuple, Candidates] = {}
         for trail, edge, score, cvt in through:
             excluded = trail.behind(edge) | {cvt.id} | state.topic_ids
-            facts = [(e.relation, n) for e in onward(edge, cvt) for n in fanout[Step(cvt.id, e.relation, e.direction)]
-                     if (n.literal or n.name) and n.id not in excluded]
-            values = tuple((relation, n.label) for relation, n in sorted(facts, key=lambda f: not _value_like(f[1])))
-            prefix = (Hop(edge.relation, edge.direction, cvt, values),)
             for e in onward(edge, cvt):
                 nodes = [n for n in fanout[Step(cvt.id, e.relation, e.direction)] if n.literal or n.id not in excluded]
                 if nodes:
+                    prefix = (Hop(edge.relation, edge.direction, cvt),)
                     group = groups.setdefault((trail, edge, e), Candidates(trail, (edge, e), [], score))
                     group.members += [(prefix, n) for n in nodes]
         return list(groups.values())
@@ -391,8 +388,3 @@ def _demo_shape(question: str, topic: str) -> str:
     """A demo's question shape, its topic names (joined by ", ") blanked out. Cached: a pool of
     1,500 demos is matched against every question, and shaping it anew took ~0.1 s a call."""
     return question_shape(question, topic.split(", "))
-
-
-def _value_like(node: Node) -> bool:
-    """A date, year or number, typed (a literal) or written as a name (RoG rows name '1841-02')."""
-    return node.literal or node.label[:1].isdigit()

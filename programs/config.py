@@ -41,9 +41,6 @@ class WalkConfig:
         every entity the question names, where their paths meet in fewest hops first), then the
         best of the others in the places left. One candidate where they meet in fewer hops than at
         any other answers without a call.
-    path_values: values of a nameless (CVT) node a shown path passes through (a term's dates, a
-        marriage's), written in the path, at most, where the question names a value or sets a
-        condition ("ended his post after 1968-06-06"); 0 shows none.
     answers_chosen: candidate answers extraction may choose; each brings the other ends of its chain.
     answer_paths: reasoning paths returned with the answers (best first).
     max_answers: answers returned at most.
@@ -87,7 +84,6 @@ class WalkConfig:
     choices_shown: int = 10
     choices_per_chain: int = 3
     agreed_answers: bool = True
-    path_values: int = 3
     answers_chosen: int = 3
     answer_paths: int = 5
     max_answers: int = 50
@@ -119,7 +115,7 @@ class WalkConfig:
                     raise ValueError(f"{name} must be between 0 and 1, got {value}")
             elif name == "min_depth" and value is None:
                 continue
-            elif name in {"max_reflections", "max_extensions", "path_values"}:
+            elif name in {"max_reflections", "max_extensions"}:
                 if value < 0:
                     raise ValueError(f"{name} must be >= 0, got {value}")
             elif value < 1:

@@ -172,7 +172,7 @@ class KGQA(KGProgram):
         candidates = self._answer_choices(state, self._retrieve(state, topic_entities))
         if not candidates:
             return None
-        return {"candidate_paths": self._choice_paths(state, candidates), "known_facts": list(state.facts),
+        return {"candidate_paths": [c.path for c in candidates], "known_facts": list(state.facts),
                 "memory_notes": list(state.memory), "candidates": [c.label for c in candidates],
                 "topic": ", ".join(dict.fromkeys(t.label for t in state.topics))}  # as `_demo_shape` splits it
 
@@ -600,7 +600,7 @@ class KGQA(KGProgram):
             labels = [c.label for c in shown]
             kept = self._checked_choice(state, self.extract_answers, chosen="extracted_answers", candidates=labels,
                                         at_least=1, limit=state.config.answers_chosen, question=state.question,
-                                        candidate_paths=self._choice_paths(state, shown), known_facts=state.facts,
+                                        candidate_paths=[c.path for c in shown], known_facts=state.facts,
                                         memory_notes=state.memory)
             if kept:
                 chosen, extracted = [shown[labels.index(label)] for label in kept], True
@@ -633,14 +633,6 @@ class KGQA(KGProgram):
             return ("the best path goes by the relation the plan's last hop names, every topic entity reaches it and "
                     "the question sets no condition: every end of it answers")
         return None
-
-    def _choice_paths(self, state: WalkState, shown: list[Candidate]) -> list[str]:
-        """The paths extraction reads: where the question names a value or sets a condition, each
-        with the values of the nameless (CVT) nodes it passes (the dates of a term in office decide
-        "ended his post after 1968-06-06"; the dates otherwise reach extraction only as candidates of
-        their own, with nothing to say whose they are)."""
-        values = state.config.path_values if state.conditions or _names_values(state) else 0
-        return [render.plain_path(c.trail, values=values) for c in shown]
 
     def _answer_choices(self, state: WalkState, candidates: list[Candidate]) -> list[Candidate]:
         """The candidates extraction chooses among (and the fact filter reads about): the first

@@ -28,32 +28,15 @@ def relation_phrase(relation: str) -> str:
     return " ".join(relation.split(".")[-2:]).replace("_", " ")
 
 
-def plain_path(trail: Trail, *, values: int = 0) -> str:
+def plain_path(trail: Trail) -> str:
     """A trail as names and relation phrases, nameless (CVT) nodes and directions left out:
-    'Lou Seal -> mascot team -> San Francisco Giants -> championship event champion -> 2014 World Series'.
-    With `values`, up to that many of what a nameless node says (dates and numbers first) stand in
-    its place, less what the trail leaves it by: 'Edgar Allan Poe -> editorial tenure editor ->
-    (from 1841-02, to 1842-04, editors Editor in Chief) -> editorial tenure periodical -> Graham's Magazine'."""
+    'Lou Seal -> mascot team -> San Francisco Giants -> championship event champion -> 2014 World Series'."""
     parts = [node_label(trail.topic)]
-    for i, hop in enumerate(trail.hops):
+    for hop in trail.hops:
         parts.append(relation_phrase(hop.relation))
         if hop.node.literal or hop.node.name:
             parts.append(node_label(hop.node))
-        elif values and hop.values:
-            after = trail.hops[i + 1] if i + 1 < len(trail.hops) else None
-            said: dict[str, str] = {}
-            for relation, value in hop.values:
-                if value not in said and not (after and (relation == after.relation or value == node_label(after.node))):
-                    said[value] = value_phrase(relation)
-            if said:
-                parts.append("(" + ", ".join(f"{phrase} {value}" for value, phrase in list(said.items())[:values]) + ")")
     return " -> ".join(parts)
-
-
-def value_phrase(relation: str) -> str:
-    """What a nameless node's value is, in words: the relation's last part ('government_position_held.from'
-    -> 'from', 'marriage.to' -> 'to', 'dated_integer.number' -> 'number')."""
-    return relation.rsplit(".", 1)[-1].replace("_", " ")
 
 
 def fact(subject: str, relation: str, values: Sequence[str]) -> str:

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from kgqa.kg import Direction, Edge, Node
 
 
 @dataclass(frozen=True)
 class Hop:
-    """One relation walked to `node`. A hop into a nameless (CVT) node keeps the node's literal
-    values as (relation, value) pairs (`values`: the term's `...from` 1841-02 and `...to` 1842-04):
-    the dates and numbers that qualify the fact the node stands for."""
-
     relation: str
     direction: Direction
     node: Node
-    values: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     @property
     def edge(self) -> Edge:
