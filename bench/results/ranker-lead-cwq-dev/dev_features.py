@@ -4,8 +4,8 @@ CWQ-mini dev walks (replayed without the LLM), each with its features and whethe
 """
 import sys, json
 sys.path.insert(0, '.')  # the repository root
-from bench.replay import *
-from bench.replay import RecordedDecisions
+from bench.replay import (CWQ_MINI, ConstrainedJSONAdapter, Path, cwq_bench, dspy, gold_among, load_program, read_records,
+                          RecordedDecisions)
 from kgqa.programs import render
 import kgqa.programs.kgqa as K
 recpath, progpath, split, seed, outp = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]

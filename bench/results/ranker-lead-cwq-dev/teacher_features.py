@@ -4,7 +4,8 @@ candidates of N training questions walked by the gold-path teacher, as a compile
 """
 import sys, json
 sys.path.insert(0, '.')  # the repository root
-from bench.replay import *
+from bench.replay import (CWQ_MINI, ConstrainedJSONAdapter, Path, cwq_bench, dspy, gold_among, load_program, read_records,
+                          RecordedDecisions)
 import kgqa.programs.kgqa as K
 from kgqa.programs import render
 from kgqa.optimizers.labels import labeled_teacher
