@@ -19,7 +19,7 @@ the compile sample instead (sample "dev"): what a change of the walk is tuned on
   extraction (whose demos are a pool of gold choices among the candidates the teacher's walk
   shows), and `walk_metric` scores answers, paths and depths. `bootstrap-rs` holds out 15 of
   them to score 5 candidate programs.
-- bootstrap-no-STEP (STEP one of `kgqa.programs.SWITCHES`: the LLM steps, and `chain-prior`): the
+- bootstrap-no-STEP (STEP one of `kgqa.programs.SWITCHES`: the LLM steps, `chain-prior` and `learned-ranking`): the
   compiled `bootstrap` program with that step switched off: the ablation. For a step in `SKIPPED_IS_OFF`, a question whose `bootstrap`
   record says the step skipped every time walks the same with it off
   (`test_a_step_skipped_walks_as_it_does_switched_off`): its record is copied, marked

@@ -11,8 +11,10 @@ entity prune keeps every entity, the reflection resumes none, and the fact filte
 and extraction (which no ranking reads) keep nothing or the first offered.
 
 Per question: whether the replayed choices are the record's (with no `--set`, the replay's own
-check), whether a gold answer is among the ranked candidates, and whether it is among the choices
-shown to extraction (candidate recall, as `bench.accuracy` counts it, less the kept facts).
+check), whether a gold answer is among the ranked candidates, whether it is among the choices
+shown to extraction (candidate recall, as `bench.accuracy` counts it, less the kept facts), and
+whether it is the first choice shown (what a skipped extraction answers, and the small model
+mostly picks).
 Writes `replay.jsonl` and `table.md` with `--out`. No LLM is called, no test question is needed:
 replay dev records to tune, then ask only the test questions whose choices the change moves.
 
@@ -97,6 +99,8 @@ class Replayed:
     gold_shown: bool
     gold_shown_before: bool  # in the record
     ranked: int  # candidates ranked
+    gold_first: bool  # the first choice shown is a gold answer (what extraction mostly answers)
+    gold_first_before: bool  # in the record
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -115,7 +119,8 @@ def replay(program, examples: Sequence[dspy.Example], records: dict[str, dict]) 
             ranked, shown = program.ranked_choices(example.question, list(example.topic_entities) or None)
             before = record["trace"].get("candidates") or []
             results.append(Replayed(example.id, shown == before, gold_among(example, ranked), gold_among(example, shown),
-                                    gold_among(example, before), len(ranked)))
+                                    gold_among(example, before), len(ranked), gold_among(example, shown[:1]),
+                                    gold_among(example, before[:1])))
     return results
 
 
@@ -128,6 +133,8 @@ def table(results: Sequence[Replayed], *, changes: dict) -> str:
         ("gold ranked", f"{sum(r.gold_ranked for r in results) / n:.3f}"),
         ("gold shown (candidate recall)", f"{sum(r.gold_shown for r in results) / n:.3f}"),
         ("gold shown in the records", f"{sum(r.gold_shown_before for r in results) / n:.3f}"),
+        ("gold first shown", f"{sum(r.gold_first for r in results) / n:.3f}"),
+        ("gold first shown in the records", f"{sum(r.gold_first_before for r in results) / n:.3f}"),
         ("choices moved: gold gained / lost", f"{sum(r.gold_shown and not r.gold_shown_before for r in moved)} / "
                                               f"{sum(r.gold_shown_before and not r.gold_shown for r in moved)}"),
     ]

@@ -271,6 +271,19 @@ def answer_demos(program, examples: Sequence[dspy.Example], *, teacher: dspy.LM,
     return demos
 
 
+def ranking_walks(program, examples: Sequence[dspy.Example], *, teacher: dspy.LM) -> list[tuple[list[dict], list[bool]]]:
+    """What the learned ranking is fitted on: for each example the gold-path `teacher` walks to any
+    candidate, the features of the candidates the program ranks (`KGQA.ranking_inputs`, in the
+    hand-set order) and whether each is a gold answer."""
+    walks = []
+    with dspy.context(lm=teacher):
+        for ex in examples:
+            rows, labels = program.ranking_inputs(ex.question, list(ex.topic_entities) or None)
+            if rows:
+                walks.append((rows, [any(same_answer(label, answer) for answer in ex.answers) for label in labels]))
+    return walks
+
+
 # The intermediate steps whose demos are the teacher's own decisions on the training questions
 # (the plan, extraction and the topic choice have pools of their own).
 STEP_POOLS = ("prune_relations", "prune_entities", "filter_facts", "update_memory", "check_sufficiency")

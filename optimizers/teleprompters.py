@@ -9,7 +9,8 @@ length; a walk shows each question the few nearest it (`WalkConfig.demos_per_cal
 teleprompter but `none` also fits the linker of questions without ids (`programs.linking`) to the
 trainset's gold topic entities, and the chain prior (`programs.chains`) to the relation chains that
 answer each training question (`optimizers.labels.walked_chains`: in the row's own graph where it
-has one, else its gold relation paths).
+has one, else its gold relation paths). Where the trainset has gold paths, the candidate ranking
+(`programs.ranking`) is then fitted on the gold-path teacher's walks of `ranking_questions` of them.
 """
 
 from __future__ import annotations
@@ -27,12 +28,14 @@ from kgqa.optimizers.labels import (
     interleave_depths,
     labeled_teacher,
     plan_demos,
+    ranking_walks,
     step_demos,
     topic_demos,
     walked_chains,
 )
 from kgqa.programs.chains import ChainPrior
 from kgqa.programs.linking import Linker
+from kgqa.programs.ranking import CandidateRanker
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +54,9 @@ class Budget:
     # entity prune, fact filter, memory update, sufficiency), where the trainset has gold paths. Off: with 500, CWQ-mini
     # dev Hits@1 went 0.400 -> 0.360 (two answers worse, none better) at +230 input tokens a question
     topic_demos: int = 100  # gold topic choices as the topic choice's demo pool (questions asked without ids)
+    ranking_questions: int = 300  # training questions whose teacher walks the candidate ranking is fitted on, where
+    # the trainset has gold paths (CWQ-mini: fitted on 300, a gold answer first on 40-41 of 99 dev walks, the hand-set
+    # order 33; bench/results/ranker-lead-cwq-dev/). 0: the hand-set order
     rounds: int = 1
     candidates: int = 4  # candidate programs (bootstrap-rs), instruction and demo candidates (mipro), per step (simba)
     trials: int = 6  # MIPROv2 trials (`mipro`; the light/medium presets set their own)
@@ -203,7 +209,28 @@ def compile_program(
         # labeled by the chains that answer each question in its own graph where the row has one
         skips = kg.profile.skips if kg is not None else None
         compiled.chain_prior = ChainPrior.fit((ex.question, walked_chains(ex, skips=skips)) for ex in trainset)
+    if labeled and budget.ranking_questions and hasattr(compiled, "ranker"):
+        compiled.ranker = fit_ranker(compiled, trainset, teacher=teacher, questions=budget.ranking_questions,
+                                     skips=kg.profile.skips if kg is not None else None)
     return compiled
+
+
+def fit_ranker(program: dspy.Module, trainset: Sequence[dspy.Example], *, teacher: dspy.LM, questions: int,
+               skips: Callable[[str], bool] | None = None) -> CandidateRanker:
+    """The candidate ranking, fitted on the gold-path teacher's walks of the first `questions` of the
+    trainset (half of it at most). Those walks read a chain prior of the other training questions, so a walked question
+    does not vote for its own chain (a question asked later has no vote of its own either)."""
+    n = min(questions, len(trainset) // 2)  # a small trainset: half walked, half voting
+    walked, others = list(trainset[:n]), list(trainset[n:])
+    prior = program.chain_prior
+    program.chain_prior = ChainPrior.fit((ex.question, walked_chains(ex, skips=skips)) for ex in others)
+    try:
+        walks = ranking_walks(program, walked, teacher=teacher)
+    finally:
+        program.chain_prior = prior
+    ranker = CandidateRanker.fit(walks)
+    log.info("candidate ranking fitted on %d of %d teacher walks", ranker.questions, len(walks))
+    return ranker
 
 
 def fit_linker(

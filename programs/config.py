@@ -6,8 +6,8 @@ from dataclasses import asdict, dataclass, replace
 
 # The steps a user can switch off (each a `WalkConfig` field), in the order the walk takes them.
 STEPS = ("relation_prune", "entity_prune", "fact_filter", "memory_update", "sufficiency", "extraction")
-# What an ablation can switch off: the LLM steps, and the compiled chain prior the ranking reads (no call).
-SWITCHES = (*STEPS, "chain_prior")
+# What an ablation can switch off: the LLM steps, and the compiled parts of the ranking (no call).
+SWITCHES = (*STEPS, "chain_prior", "learned_ranking")
 # The steps whose switch changes nothing on a walk where they were skipped every time: skipped or
 # off, they keep every entity, show no facts, keep no notes, add no hop, answer the first ranked.
 # (Not the relation prune: its skips still choose a chain, which off leaves to similarity.)
@@ -68,6 +68,9 @@ class WalkConfig:
         (`programs.chains`: the relation chains the nearest training questions went by), its
         weight (0..1, the share of those questions) times `prior_weight` added to a candidate's
         similarity score (0..1). No effect on a program compiled without gold paths.
+    learned_ranking: order the candidate answers by the compiled ranking (`programs.ranking`: a
+        logistic model of "is a gold answer" fitted on the gold-path teacher's walks of training
+        questions), after the hand-set order. No effect on a program compiled without gold paths.
     """
 
     depth: int = 3
@@ -104,6 +107,7 @@ class WalkConfig:
     topics_chosen: int = 3
     chain_prior: bool = True
     prior_weight: float = 0.5
+    learned_ranking: bool = True
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
@@ -125,7 +129,7 @@ class WalkConfig:
         return asdict(self)
 
     def without(self, step: str) -> WalkConfig:
-        """This config with one step (or the chain prior) switched off: an ablation."""
+        """This config with one step (or a compiled part of the ranking) switched off: an ablation."""
         if step not in SWITCHES:
             raise ValueError(f"unknown step {step!r}; the steps are {', '.join(SWITCHES)}")
         return replace(self, **{step: False})

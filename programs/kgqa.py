@@ -6,7 +6,8 @@
        nodes stepped through) -> relation prune (the chains to go on by) -> entity prune (the
        entities to go on from, and to keep as candidates, when the plan sets conditions)
        (reflection, only at a dead end)
-    -> candidate answers: every end reached, ranked (question similarity, the compiled chain prior)
+    -> candidate answers: every end reached, ranked (question similarity, the compiled chain prior),
+       then ordered by the compiled ranking learned from training walks (`programs.ranking`)
     -> fact filter (the facts about the candidates, values included, that bear on the question)
     -> memory update (what each entity the question names has established)
     -> answer sufficiency (do the best paths reach the answer? if not, one hop more, bounded)
@@ -34,10 +35,11 @@ to embedding similarity; an LM that does not answer ends the question (`StopReas
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated
 
 import dspy
@@ -52,6 +54,7 @@ from kgqa.programs.config import WalkConfig
 from kgqa.programs.embedder import Embedder
 from kgqa.programs.linking import Candidate as LinkCandidate
 from kgqa.programs.linking import Linking
+from kgqa.programs.ranking import RERANKED, CandidateRanker
 from kgqa.programs.trace import StopReason, Trace, token_totals
 from kgqa.programs.trails import Hop, Trail
 from kgqa.signatures import (
@@ -106,9 +109,11 @@ class KGQA(KGProgram):
     and a trace of what each step did, what the walk spent and why it stopped."""
 
     def __init__(
-        self, kg: KnowledgeGraph | None = None, *, config: WalkConfig | None = None, embedder: Embedder | None = None
+        self, kg: KnowledgeGraph | None = None, *, config: WalkConfig | None = None, embedder: Embedder | None = None,
+        ranker: CandidateRanker | None = None,
     ) -> None:
         super().__init__(kg, config=config, embedder=embedder)
+        self.ranker = ranker or CandidateRanker()
         self.plan = dspy.Predict(Plan)
         self.prune_relations = dspy.Predict(PruneRelations)
         self.prune_entities = dspy.Predict(PruneEntities)
@@ -150,7 +155,7 @@ class KGQA(KGProgram):
         while True:
             while frontier and state.depth < hops and not state.budget_hit:
                 frontier = self._hop(state, frontier, last=state.depth + 1 >= hops)  # retrieve, prune relations and entities
-            candidates = self._rank(state)
+            candidates = self._learned_order(state, self._rank(state))
             self._filter_facts(state, candidates)  # fact filter
             self._update_memory(state, candidates)  # memory update
             if not self._go_further(state, candidates):  # answer sufficiency
@@ -182,6 +187,14 @@ class KGQA(KGProgram):
         state = self._new_state(question)
         candidates = self._retrieve(state, topic_entities)
         return [c.label for c in candidates], [c.label for c in self._answer_choices(state, candidates)]
+
+    def ranking_inputs(self, question: str, topic_entities: Sequence[str] | None = None) -> tuple[list[dict], list[str]]:
+        """The features of the candidates the walk ranks for `question` under the current LM, in
+        the hand-set order, and their labels: what compiling fits the learned ranking on."""
+        state = self._new_state(question)
+        state.config = replace(state.config, learned_ranking=False)
+        candidates = self._retrieve(state, topic_entities)
+        return self.ranking_features(state, candidates), [c.label for c in candidates[:RERANKED]]
 
     def link_question(self, question: str) -> tuple[Linking, Trace]:
         """A question without ids linked as the walk links it (the linker, then the topic choice),
@@ -464,6 +477,40 @@ class KGQA(KGProgram):
         meets = {label: sum(hops.values()) if len(hops) > 1 else 0 for label, hops in topics.items()}
         ranked = sorted(best, key=lambda label: (-len(topics[label]), meets[label], -best[label][0], label))
         return [Candidate(label, best[label][1], len(topics[label]), meets[label]) for label in ranked]
+
+    def _learned_order(self, state: WalkState, candidates: list[Candidate]) -> list[Candidate]:
+        """The first `RERANKED` candidates in the compiled ranking's order (`programs.ranking`: learned
+        from the gold-path teacher's walks of training questions), the rest after them; the hand-set
+        order where the program was compiled without gold paths or the ranking is switched off."""
+        if not (state.config.learned_ranking and self.ranker.trained) or len(candidates) < 2:
+            return candidates
+        state.trace.learned_ranking = True
+        head = candidates[:RERANKED]
+        return [head[i] for i in self.ranker.order(self.ranking_features(state, candidates))] + candidates[RERANKED:]
+
+    def ranking_features(self, state: WalkState, candidates: list[Candidate]) -> list[dict[str, float]]:
+        """What the learned ranking reads of each of the first `RERANKED` candidates (in the
+        hand-set order): `programs.ranking.FEATURES`."""
+        head = candidates[:RERANKED]
+        if not head:
+            return []
+        chains = [_chain(c.trail) for c in head]
+        ends = Counter(_chain(c.trail) for c in candidates)
+        most = max(c.topics for c in head)
+        words = [_chain_words(chain) for chain in chains]
+        last = [render.relation_phrase(chain[-1]) if len(chain) > 1 else "" for chain in chains]
+        similar = self.embedder.similarities
+        kind = str((state.trace.raw_plan or {}).get("answer_kind") or "").strip()
+        to_kind = (lambda texts: similar(kind, texts)) if kind else (lambda texts: [0.0] * len(texts))
+        question_chain, kind_chain = similar(state.question, words), to_kind(words)
+        question_path = similar(state.question, [f"{w} : {c.label}" for w, c in zip(words, head)])
+        kind_relation, kind_name = to_kind(last), to_kind([c.label for c in head])
+        return [{"log_rank": math.log1p(i), "most_topics": float(c.topics == most), "meets": float(c.meets),
+                 "steps": float(c.trail.steps), "prior": state.votes.chain(_relations(c.trail)),
+                 "log_chain_ends": math.log1p(ends[chain]), "literal": float(bool(c.trail.end.literal)),
+                 "question_chain": question_chain[i], "question_path": question_path[i], "kind_chain": kind_chain[i],
+                 "kind_relation": kind_relation[i], "kind_name": kind_name[i]}
+                for i, (c, chain) in enumerate(zip(head, chains))]
 
     def _filter_facts(self, state: WalkState, candidates: list[Candidate]) -> None:
         """The fact filter: of the facts about the candidates shown to extraction (their relations to

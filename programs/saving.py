@@ -1,7 +1,7 @@
 """A compiled program on disk: `DIR/program.json` (DSPy state, JSON only), `DIR/config.json`
 (graph, profile, LM, knobs, data, optimizer, versions) and, once compiled, `DIR/linking.json` (the
-entity linker's counts and weights) and `DIR/chains.json` (the chain prior: training questions and
-their gold relation chains). Loading checks the JSON's shape before
+entity linker's counts and weights), `DIR/chains.json` (the chain prior: training questions and
+their gold relation chains) and `DIR/ranking.json` (the learned candidate ranking's weights). Loading checks the JSON's shape before
 DSPy sees it, so a tampered file is a clear error and nothing in it is executed."""
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ from kgqa.programs.base import KGProgram
 from kgqa.programs.chains import ChainPrior
 from kgqa.programs.config import WalkConfig
 from kgqa.programs.linking import Linker
+from kgqa.programs.ranking import CandidateRanker
 
 PROGRAM_FILE, CONFIG_FILE, LINKING_FILE, CHAINS_FILE = "program.json", "config.json", "linking.json", "chains.json"
+RANKING_FILE = "ranking.json"
 MAX_FILE_BYTES = 50_000_000
 MAX_STRING = 200_000
 _PREDICTOR_KEYS = {"traces", "train", "demos", "signature", "lm"}
@@ -49,13 +51,14 @@ def save_program(program: KGProgram, directory: str | Path, *, settings: dict) -
     program.save(str(directory / PROGRAM_FILE))
     _write_part(directory / LINKING_FILE, program.linker)
     _write_part(directory / CHAINS_FILE, program.chain_prior)
+    _write_part(directory / RANKING_FILE, program.ranker)
     saved = {**settings, "walk": program.config.to_dict(), "versions": versions()}
     (directory / CONFIG_FILE).write_text(json.dumps(saved, indent=2, default=str) + "\n")
     return directory
 
 
-def _write_part(path: Path, part: Linker | ChainPrior) -> None:
-    """A compiled part beside the program (the linker, the chain prior): written once trained; an
+def _write_part(path: Path, part: Linker | ChainPrior | CandidateRanker) -> None:
+    """A compiled part beside the program (the linker, the chain prior, the ranking): written once trained; an
     untrained one leaves no file, so a stale part of an earlier compile is removed."""
     if part.trained:
         path.write_text(json.dumps(part.to_dict(), ensure_ascii=False))
@@ -104,11 +107,13 @@ def load_program(directory: str | Path, kg: KnowledgeGraph, *, settings: dict | 
         program.linker = _read_part(directory / LINKING_FILE, Linker.from_dict)
     if (directory / CHAINS_FILE).is_file():
         program.chain_prior = _read_part(directory / CHAINS_FILE, ChainPrior.from_dict)
+    if (directory / RANKING_FILE).is_file():  # programs compiled before it keep the hand-set order
+        program.ranker = _read_part(directory / RANKING_FILE, CandidateRanker.from_dict)
     return program
 
 
 def _read_part(path: Path, parse: Callable[[object], object]) -> object:
-    """A compiled part saved beside the program (the linker, the chain prior), its shape checked by `parse`."""
+    """A compiled part saved beside the program (the linker, the chain prior, the ranking), its shape checked by `parse`."""
     state = _read_json(path)
     _check_strings(state, path)
     try:

@@ -26,6 +26,7 @@ def test_a_replay_under_the_records_decisions_shows_the_recorded_choices(records
     results = replay(KGQA(embedded_demo_kg), demo_train, records)
     assert len(results) == len(demo_train) and all(r.same_choices for r in results)
     assert [r.gold_shown for r in results] == [r.gold_shown_before for r in results]
+    assert [r.gold_first for r in results] == [r.gold_first_before for r in results] and any(r.gold_first for r in results)
     assert all(r.gold_ranked >= r.gold_shown for r in results) and any(r.gold_shown for r in results)
     assert "| choices as recorded | %d |" % len(demo_train) in table(results, changes={})
 

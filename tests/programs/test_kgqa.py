@@ -740,3 +740,23 @@ def test_the_compiled_chain_prior_ranks_the_chain_questions_like_this_one_went_b
     program.config = program.config.without("chain_prior")  # the ablation: as uncompiled
     with dspy.context(lm=oracle(["home_town", "moved_to"], hops=1)):
         assert program(question=question).answers[0] == "Laguna Beach"
+
+
+def test_the_compiled_ranking_orders_the_candidates_and_its_switch_restores_the_hand_set_order(tmp_path):
+    from kgqa.programs.ranking import FEATURES, CandidateRanker
+
+    kg = _metaqa_kg(tmp_path, ("Lauren", "home_town", "Laguna Beach"), ("Lauren", "moved_to", "Los Angeles"))
+    question = "what is the home town of [Lauren]"
+    program = KGQA(kg, config=WalkConfig(extraction=False))
+    with dspy.context(lm=oracle(["home_town", "moved_to"], hops=1)):
+        plain = program(question=question)
+    assert plain.answers[0] == "Laguna Beach" and not plain.trace.learned_ranking  # uncompiled: the hand-set order
+    n = len(FEATURES)  # a ranking that learned to prefer what the hand-set order puts later
+    program.ranker = CandidateRanker([0.0] * n, [1.0] * n, [float(name == "log_rank") for name in FEATURES] + [0.0], questions=1)
+    with dspy.context(lm=oracle(["home_town", "moved_to"], hops=1)):
+        learned = program(question=question)
+    assert learned.answers[0] == "Los Angeles" and learned.trace.candidates[:2] == ["Los Angeles", "Laguna Beach"]
+    assert learned.trace.learned_ranking
+    program.config = program.config.without("learned_ranking")  # the ablation: as uncompiled
+    with dspy.context(lm=oracle(["home_town", "moved_to"], hops=1)):
+        assert program(question=question).answers[0] == "Laguna Beach"
