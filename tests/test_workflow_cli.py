@@ -39,6 +39,7 @@ def test_compile_writes_program_config_and_an_mlflow_run(compiled):
     assert config["kg"] == "demo" and config["profile"] == "freebase" and config["optimizer"] == "bootstrap"
     assert config["lm"] == ORACLE and config["walk"]["depth"] == 3 and "dspy" in config["versions"]
     assert "dev, before compiling" in stdout and "dev, after compiling" in stdout
+    assert not (out / "ranking.json").exists()  # the learned ranking is compiled only on request
 
     import mlflow
 
@@ -49,6 +50,14 @@ def test_compile_writes_program_config_and_an_mlflow_run(compiled):
     assert "metrics.dev_before_hits1" in runs
     artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(run["run_id"])}
     assert {"program.json", "config.json"} <= artifacts
+
+
+def test_compile_fits_the_learned_ranking_on_request(tmp_path):
+    out = tmp_path / "program"
+    result = kgqa("compile", "--train", "demo:train", "--kg", "demo", "--optimizer", "bootstrap", "--ranking-questions", "5",
+                  "--lm", ORACLE, "--out", str(out), "--quiet", home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert 1 <= json.loads((out / "ranking.json").read_text())["questions"] <= 5
 
 
 def test_evaluate_writes_records_as_it_goes_and_resumes(compiled):

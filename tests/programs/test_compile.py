@@ -216,12 +216,12 @@ def test_compiling_labels_the_chain_prior_with_the_chains_that_answer_in_a_rows_
     assert prior.chains[prior.questions.index(other.question)] == [tuple(r for r, _ in other.path)]
 
 
-def test_compiling_with_gold_paths_fits_the_candidate_ranking_on_teacher_walks_and_saving_keeps_it(kg, train, tmp_path):
+def test_compiling_on_request_fits_the_candidate_ranking_on_teacher_walks_and_saving_keeps_it(kg, train, tmp_path):
     from kgqa.programs.saving import RANKING_FILE, ProgramFileError, load_program, save_program
 
     with dspy.context(lm=gold_oracle([]), adapter=ConstrainedJSONAdapter()):
-        compiled = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=1, plan_demos=1))
-        unranked = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=1, plan_demos=1, ranking_questions=0))
+        compiled = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=1, plan_demos=1, ranking_questions=300))
+        unranked = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=1, plan_demos=1))  # off by default
     ranker = compiled.ranker
     assert ranker.trained and 1 <= ranker.questions <= len(train) // 2  # half walked, half voting in the chain prior
     assert not unranked.ranker.trained and compiled.chain_prior == unranked.chain_prior  # the full prior is back
