@@ -279,7 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "dev, it changed no answer for the better")
     comp.add_argument("--ranking-questions", type=int, default=Budget.ranking_questions, metavar="N",
                       help="where the trainset has gold paths, fit a learned candidate ranking on the gold-path teacher's walks of N "
-                           "training questions (ranking.json); default 0: measured on CWQ-mini dev, it answered none more right")
+                           "training questions (ranking.json); default 0: measured on CWQ-mini dev, it answered one fewer right")
     comp.add_argument("--candidates", type=int, default=Budget.candidates, help="candidate programs (bootstrap-rs), instruction candidates (mipro)")
     comp.add_argument("--trials", type=int, default=Budget.trials, help="trials of --optimizer mipro (the presets set their own)")
     comp.add_argument("--seed", type=int, default=Budget.seed)

@@ -219,8 +219,8 @@ def compile_program(
 def fit_ranker(program: dspy.Module, trainset: Sequence[dspy.Example], *, teacher: dspy.LM, questions: int,
                skips: Callable[[str], bool] | None = None) -> CandidateRanker:
     """The candidate ranking, fitted on the gold-path teacher's walks of the first `questions` of the
-    trainset (half of it at most). Those walks read a chain prior of the other training questions, so a walked question
-    does not vote for its own chain (a question asked later has no vote of its own either)."""
+    trainset (half of it at most). Those walks read a chain prior of the other training questions, so
+    a walked question does not vote for its own chain (a question asked later has none either)."""
     n = min(questions, len(trainset) // 2)  # a small trainset: half walked, half voting
     walked, others = list(trainset[:n]), list(trainset[n:])
     prior = program.chain_prior

@@ -6,8 +6,8 @@
        nodes stepped through) -> relation prune (the chains to go on by) -> entity prune (the
        entities to go on from, and to keep as candidates, when the plan sets conditions)
        (reflection, only at a dead end)
-    -> candidate answers: every end reached, ranked (question similarity, the compiled chain prior),
-       then ordered by the compiled ranking learned from training walks (`programs.ranking`)
+    -> candidate answers: every end reached, ranked (question similarity, the compiled chain prior;
+       a learned ranking where one was compiled on request: `programs.ranking`)
     -> fact filter (the facts about the candidates, values included, that bear on the question)
     -> memory update (what each entity the question names has established)
     -> answer sufficiency (do the best paths reach the answer? if not, one hop more, bounded)

@@ -2,17 +2,19 @@
 
 The walk's own order of candidate answers is hand-set (most topic entities first, nearest meeting
 first, then similarity to the question and the chain prior; `KGQA._rank`). On CWQ-mini that order
-decides most answers: extraction mostly answers with the first choice shown. Compiling walks
-training questions with the gold-path teacher (as it does for extraction's demos), describes each
+decides most answers: extraction mostly answers with the first choice shown. Compiling on request
+(`Budget.ranking_questions`, `kgqa compile --ranking-questions N`) walks training questions with
+the gold-path teacher (as it does for extraction's demos), describes each
 candidate those walks rank by a few numbers (`FEATURES`: its rank in the hand-set order, how it is
 reached, the chain prior's weight, and similarities of its chain and name to the question and to
 the plan's answer kind) and fits a logistic regression of "is a gold answer" on them. At answer
 time the first `RERANKED` candidates are ordered by that model's score: no LLM call.
 
-Measured before it was built (bench/results/ranker-lead-cwq-dev/): fitted on 300 training
-questions' teacher walks, it put a gold answer first on 40-41 of 99 CWQ-mini dev walks, against 33
-for the hand-set order. Saved as `ranking.json` beside the program (`programs.saving`); an
-uncompiled program has none and keeps the hand-set order.
+Fitted on 300 CWQ-mini training questions' teacher walks, it made a gold answer the first choice
+shown on 40 of 100 dev questions (35 with the hand-set order), yet answered one fewer right: where
+it moved a gold answer first, extraction had mostly found it already (bench/results/
+learned-ranking-cwq-dev/). Hence off by default. Saved as `ranking.json` beside the program
+(`programs.saving`); a program compiled without it has none and keeps the hand-set order.
 """
 
 from __future__ import annotations

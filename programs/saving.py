@@ -1,8 +1,9 @@
 """A compiled program on disk: `DIR/program.json` (DSPy state, JSON only), `DIR/config.json`
 (graph, profile, LM, knobs, data, optimizer, versions) and, once compiled, `DIR/linking.json` (the
 entity linker's counts and weights), `DIR/chains.json` (the chain prior: training questions and
-their gold relation chains) and `DIR/ranking.json` (the learned candidate ranking's weights). Loading checks the JSON's shape before
-DSPy sees it, so a tampered file is a clear error and nothing in it is executed."""
+their gold relation chains) and, compiled on request, `DIR/ranking.json` (the learned candidate
+ranking's weights). Loading checks the JSON's shape before DSPy sees it, so a tampered file is a
+clear error and nothing in it is executed."""
 
 from __future__ import annotations
 
