@@ -106,6 +106,11 @@ class Replayed:
         return dataclasses.asdict(self)
 
 
+def replayable(record: dict | None) -> bool:
+    """A record whose walk can be replayed: it ended without an error and kept its plan."""
+    return bool(record) and not record.get("error") and bool((record.get("trace") or {}).get("raw_plan"))
+
+
 def replay(program, examples: Sequence[dspy.Example], records: dict[str, dict]) -> list[Replayed]:
     """Each example with a record, walked again under the record's decisions."""
     decisions = RecordedDecisions()
@@ -113,7 +118,7 @@ def replay(program, examples: Sequence[dspy.Example], records: dict[str, dict]) 
     with dspy.context(lm=decisions.lm(), adapter=ConstrainedJSONAdapter()):
         for example in examples:
             record = records.get(example.id)
-            if not record or record.get("error") or not (record.get("trace") or {}).get("raw_plan"):
+            if not replayable(record):
                 continue
             decisions.use(record)
             ranked, shown = program.ranked_choices(example.question, list(example.topic_entities) or None)

@@ -56,3 +56,12 @@ def test_walk_changes_are_typed_and_checked():
     for bad in ("choices_shown", "no_such_knob=1", "agreed_answers=maybe", "prior_weight=2", "choices_shown=0"):
         with pytest.raises(ValueError):
             walk_changes([bad])
+
+
+def test_only_records_that_ended_without_error_and_kept_their_plan_are_replayed(records):
+    from bench.replay import replayable
+
+    record = next(iter(records.values()))
+    assert replayable(record)
+    assert not replayable(None) and not replayable({**record, "error": "the LM did not answer"})
+    assert not replayable({**record, "trace": {**record["trace"], "raw_plan": {}}})  # an older record: no plan kept

@@ -13,7 +13,7 @@ from collections import Counter
 sys.path.insert(0, ".")  # the repository root
 import kgqa.programs.kgqa as K  # noqa: E402
 from bench.replay import (CWQ_MINI, ConstrainedJSONAdapter, Path, RecordedDecisions, cwq_bench, dspy,  # noqa: E402
-                          gold_among, load_program, read_records)
+                          gold_among, load_program, read_records, replayable)
 from kgqa.optimizers.labels import labeled_teacher  # noqa: E402
 from kgqa.programs import render  # noqa: E402
 
@@ -50,7 +50,7 @@ def replayed(records_path, program_path, split, seed):
     with dspy.context(lm=decisions.lm(), adapter=ConstrainedJSONAdapter()):
         for example in [ex for sample in bench.test.values() for ex in sample]:
             record = records.get(example.id)
-            if not record or record.get("error") or not record["trace"].get("raw_plan"):
+            if not replayable(record):
                 continue
             decisions.use(record)
             state = program._new_state(example.question)
