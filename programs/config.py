@@ -70,7 +70,8 @@ class WalkConfig:
         similarity score (0..1). No effect on a program compiled without gold paths.
     learned_ranking: order the candidate answers by the compiled ranking (`programs.ranking`: a
         logistic model of "is a gold answer" fitted on the gold-path teacher's walks of training
-        questions), after the hand-set order. No effect on a program compiled without gold paths.
+        questions), after the hand-set order. No effect on a program compiled without one (it is
+        compiled only on request: `kgqa compile --ranking-questions N`).
     """
 
     depth: int = 3

@@ -481,7 +481,7 @@ class KGQA(KGProgram):
     def _learned_order(self, state: WalkState, candidates: list[Candidate]) -> list[Candidate]:
         """The first `RERANKED` candidates in the compiled ranking's order (`programs.ranking`: learned
         from the gold-path teacher's walks of training questions), the rest after them; the hand-set
-        order where the program was compiled without gold paths or the ranking is switched off."""
+        order where the program was compiled without one (the default) or it is switched off."""
         if not (state.config.learned_ranking and self.ranker.trained) or len(candidates) < 2:
             return candidates
         state.trace.learned_ranking = True
