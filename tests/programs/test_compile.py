@@ -216,8 +216,25 @@ def test_compiling_labels_the_chain_prior_with_the_chains_that_answer_in_a_rows_
     assert prior.chains[prior.questions.index(other.question)] == [tuple(r for r, _ in other.path)]
 
 
+def assert_saved_beside(compiled, without, kg, directory, *, part: str, file: str, field: str, error: str) -> None:
+    """A compiled part (the program's attribute `part`) saved beside the program (`file`) loads as it
+    was; saving a program `without` it leaves no stale file; the file tampered at `field` is a clear
+    error on loading."""
+    from kgqa.programs.saving import ProgramFileError, load_program, save_program
+
+    save_program(compiled, directory, settings={"kg": "demo"})
+    assert getattr(load_program(directory, kg), part) == getattr(compiled, part)
+    save_program(without, directory, settings={"kg": "demo"})
+    assert not (directory / file).exists() and not getattr(load_program(directory, kg), part).trained
+    save_program(compiled, directory, settings={"kg": "demo"})
+    path = directory / file
+    path.write_text(json.dumps({**json.loads(path.read_text()), field: "rm -rf"}))
+    with pytest.raises(ProgramFileError, match=error):
+        load_program(directory, kg)
+
+
 def test_compiling_on_request_fits_the_candidate_ranking_on_teacher_walks_and_saving_keeps_it(kg, train, tmp_path):
-    from kgqa.programs.saving import RANKING_FILE, ProgramFileError, load_program, save_program
+    from kgqa.programs.saving import RANKING_FILE
 
     with dspy.context(lm=gold_oracle([]), adapter=ConstrainedJSONAdapter()):
         compiled = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=1, plan_demos=1, ranking_questions=300))
@@ -225,20 +242,13 @@ def test_compiling_on_request_fits_the_candidate_ranking_on_teacher_walks_and_sa
     ranker = compiled.ranker
     assert ranker.trained and 1 <= ranker.questions <= len(train) // 2  # half walked, half voting in the chain prior
     assert not unranked.ranker.trained and compiled.chain_prior == unranked.chain_prior  # the full prior is back
-    save_program(compiled, tmp_path / "p", settings={"kg": "demo"})
-    assert load_program(tmp_path / "p", kg).ranker == ranker
-    save_program(unranked, tmp_path / "p", settings={"kg": "demo"})  # no ranking: no stale file left
-    assert not (tmp_path / "p" / RANKING_FILE).exists() and not load_program(tmp_path / "p", kg).ranker.trained
-    save_program(compiled, tmp_path / "p", settings={"kg": "demo"})
-    path = tmp_path / "p" / RANKING_FILE
-    path.write_text(json.dumps({**json.loads(path.read_text()), "weights": "rm -rf"}))
-    with pytest.raises(ProgramFileError, match="ranking.json: weights must be"):
-        load_program(tmp_path / "p", kg)
+    assert_saved_beside(compiled, unranked, kg, tmp_path / "p", part="ranker", file=RANKING_FILE, field="weights",
+                        error="ranking.json: weights must be")
 
 
 def test_compiling_fits_the_chain_prior_to_the_gold_paths_and_saving_keeps_it(kg, train, tmp_path):
     from kgqa.evaluate.metrics import gold_relation_paths
-    from kgqa.programs.saving import CHAINS_FILE, ProgramFileError, load_program, save_program
+    from kgqa.programs.saving import CHAINS_FILE
 
     with dspy.context(lm=gold_oracle(train)):
         compiled = compile_program(KGQA(kg), "labeled", trainset=train, budget=Budget(demos=2))
@@ -246,12 +256,5 @@ def test_compiling_fits_the_chain_prior_to_the_gold_paths_and_saving_keeps_it(kg
     assert prior.trained and len(prior.questions) == sum(bool(gold_relation_paths(ex)) for ex in train)
     titanic = prior.questions.index("Who starred in Titanic?")
     assert prior.chains[titanic] == [tuple(r for r, _ in next(ex for ex in train if ex.question == "Who starred in Titanic?").path)]
-    save_program(compiled, tmp_path / "p", settings={"kg": "demo"})
-    assert load_program(tmp_path / "p", kg).chain_prior == prior
-    save_program(KGQA(kg), tmp_path / "p", settings={"kg": "demo"})  # uncompiled: no stale prior left
-    assert not (tmp_path / "p" / CHAINS_FILE).exists() and not load_program(tmp_path / "p", kg).chain_prior.trained
-    save_program(compiled, tmp_path / "p", settings={"kg": "demo"})
-    path = tmp_path / "p" / CHAINS_FILE
-    path.write_text(json.dumps({**json.loads(path.read_text()), "chains": "rm -rf"}))
-    with pytest.raises(ProgramFileError, match="chains.json: chains must hold"):
-        load_program(tmp_path / "p", kg)
+    assert_saved_beside(compiled, KGQA(kg), kg, tmp_path / "p", part="chain_prior", file=CHAINS_FILE, field="chains",
+                        error="chains.json: chains must hold")
