@@ -315,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
                     unvectored = Linker.fit(train, index, graph=kg)
                     report.append(f"{dataset} on {backend}: {len(index):,} names indexed in {built:.1f} s, their sentence "
                                   f"vectors in {embedded:.1f} s; linker compiled on {len(train):,} questions in {fitted:.1f} s "
-                                  f"(threshold {linker.threshold})")
+                                  f"(thresholds {linker.threshold} for names, {linker.common_threshold} for common words)")
                     print(report[-1], flush=True)
                     for name, examples in samples.items():
                         linkers = (("uncompiled", Linker()), ("compiled", linker), ("compiled, no label vectors", unvectored),

@@ -56,9 +56,10 @@ def linked(linker: Linker, index: NameIndex, question: str) -> set[str]:
 def test_compiling_learns_which_common_words_are_not_topics(trained, index):
     question = "In what location was the composer Zed Novak born?"
     assert linked(trained, index, question) == {IDS["Zed Novak"]}
-    scores = {c.entity: c.score for c in trained.link(question, index).candidates}
-    assert {"m.loc", "m.composer"} <= set(scores)  # offered, then scored below the threshold
-    assert max(scores["m.loc"], scores["m.composer"]) < trained.threshold < scores[IDS["Zed Novak"]]
+    candidates = {c.entity: c for c in trained.link(question, index).candidates}
+    assert {"m.loc", "m.composer"} <= set(candidates)  # offered, then scored below their threshold
+    assert all(candidates[common].score < trained.threshold_for(candidates[common]) for common in ("m.loc", "m.composer"))
+    assert candidates[IDS["Zed Novak"]].score > trained.threshold
     assert linked(trained, index, "Which city did Zed Novak move to?") == {IDS["Zed Novak"]}
 
 
@@ -100,6 +101,19 @@ def test_the_state_round_trips_through_json_and_a_bad_one_is_named(trained, inde
         Linker.from_dict({**state, "weights": {"os.system": 1.0}})
     with pytest.raises(ValueError, match="span_gold must map text to counts"):
         Linker.from_dict({**state, "stats": {**state["stats"], "span_gold": {"x": "many"}}})
+    with pytest.raises(ValueError, match="common_threshold must be a number or null"):
+        Linker.from_dict({**state, "common_threshold": "high"})
+
+
+def test_a_linker_saved_before_common_words_had_a_threshold_links_with_one_threshold(trained, index):
+    state = trained.to_dict()
+    assert state["common_threshold"] == trained.common_threshold is not None  # compiling tunes it
+    del state["common_threshold"]
+    old = Linker.from_dict(json.loads(json.dumps(state)))
+    assert old.common_threshold is None
+    dated = Candidate("m.dated", "Dated", Mention(4, 5, "dated", "m.dated", "Dated", "exact", 1.0),
+                      {"span_words": 1, "capitalised": 0.0, "lower_case_question": 0.0})
+    assert old.threshold_for(dated) == old.threshold
 
 
 def test_a_linker_saved_before_hidden_layers_still_loads_and_links_as_it_did(trained, index):
@@ -135,6 +149,24 @@ def test_the_model_weighs_a_feature_by_another():
 def candidate(name: str, how: str, span: tuple[int, int], score: float) -> Candidate:
     mention = Mention(*span, text=name.lower(), entity=f"m.{name}", name=name, how=how, similarity=1.0)
     return Candidate(mention.entity, name, mention, {}, score)
+
+
+def test_a_common_word_is_linked_beside_a_name_only_above_its_own_threshold():
+    """ "Who has Brad Pitt dated?": "dated", one word written lower case in a question that
+    capitalises its names, needs the common words' threshold; a name scored the same needs the
+    names'; in a question written all in lower case, case tells nothing and it counts as a name."""
+    linker = Linker(weights={"similarity": 1.0}, threshold=0.3, common_threshold=0.6)
+    pitt = candidate("Brad Pitt", "exact", (2, 4), 0.95)
+    dated = candidate("Dated", "exact", (4, 5), 0.45)
+    dated.features = {"span_words": 1, "capitalised": 0.0, "lower_case_question": 0.0}
+    assert linker._choose([pitt, dated]) == [pitt]
+    dated.score = 0.65
+    assert linker._choose([pitt, dated]) == [pitt, dated]
+    dated.score = 0.45
+    name = candidate("Jennifer Aniston", "exact", (6, 8), 0.4)  # below "dated", above the names' threshold
+    assert linker._choose([pitt, dated, name]) == [pitt, name]
+    dated.features["lower_case_question"] = 1.0
+    assert linker._choose([pitt, dated, name]) == [pitt, dated, name]
 
 
 def test_a_name_written_out_wins_over_a_looser_match_it_overlaps():
@@ -245,13 +277,13 @@ def test_the_threshold_is_tuned_on_every_question_scored_by_a_model_that_never_s
     rows = [example(f"In what location was the composer {name} born?", [IDS[name]]) for name in PEOPLE[:-1]]
     tuned_on = []
 
-    def exact_rate(self, tuned, threshold):
+    def exact_rate(self, tuned, threshold, common_threshold):
         tuned_on.append(tuned)
-        return 1.0 if threshold == 0.2 else 0.5
+        return 1.0 if (threshold, common_threshold) == (0.2, 0.7) else 0.5
 
     monkeypatch.setattr(Linker, "_exact_rate", exact_rate)
     linker = Linker.fit(rows, index, seed=0)
-    assert linker.threshold == 0.2  # the best rate there
+    assert (linker.threshold, linker.common_threshold) == (0.2, 0.7)  # the best rate there, for names and for common words
     questions = tuned_on[0]
     assert len(questions) == len(rows) and all(tuned == questions for tuned in tuned_on)
     golds = sorted(next(iter(gold)) for gold, _ in questions)
