@@ -68,6 +68,7 @@ L2 = 0.01  # the network's weight penalty (sklearn's alpha)
 # points on average, 11 of 12 runs better; all test: 0.841 and 0.838 in two compiles against 0.840, within
 # the spread of compiling: bench/results/linking-common-words/).
 THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
+UNTRAINED_THRESHOLD = 0.9  # an uncompiled linker's, for every candidate: beside the best, near-perfect matches only
 
 
 @dataclass
@@ -226,9 +227,9 @@ class Linker:
 
     def threshold_for(self, candidate: Candidate) -> float:
         """The score `candidate` needs to be linked beside a better one: a common word's threshold, or
-        the names'; an uncompiled linker's 0.9."""
+        the names'; an uncompiled linker's `UNTRAINED_THRESHOLD`."""
         if not self.trained:
-            return 0.9
+            return UNTRAINED_THRESHOLD
         if self.common_threshold is not None and is_common_word(candidate):
             return self.common_threshold
         return self.threshold
@@ -236,7 +237,7 @@ class Linker:
     def plausible(self, linking: Linking, *, at_most: int = 6) -> list[Candidate]:
         """The candidates a choice is between: the linked ones, then the others that score at least
         half the linking threshold, best first."""
-        floor = (self.threshold if self.trained else 0.9) / 2
+        floor = (self.threshold if self.trained else UNTRAINED_THRESHOLD) / 2
         others = [c for c in linking.candidates if c not in linking.linked and c.score >= floor]
         return [*linking.linked, *others][: max(at_most, len(linking.linked))]
 
@@ -247,10 +248,11 @@ class Linker:
         written out wins: "Afghan Afghani" over Afghanistan for "the Afghan Afghani" (dev: exact gold
         set 0.827 -> 0.829, none worse)."""
         chosen: list[Candidate] = []
-        for candidate in candidates:
-            if chosen and candidate.score < self.threshold_for(candidate):
+        needed = [self.threshold_for(c) for c in candidates]  # once each: the written-out check reads them all
+        for candidate, threshold in zip(candidates, needed):
+            if chosen and candidate.score < threshold:
                 continue
-            candidate = next((c for c in candidates if _written_out_over(c, candidate, self.threshold_for(c))), candidate)
+            candidate = next((c for c, its in zip(candidates, needed) if _written_out_over(c, candidate, its)), candidate)
             span = candidate.span
             if candidate in chosen or (span and any(c.span and span[0] < c.span[1] and c.span[0] < span[1] for c in chosen)):
                 continue
@@ -268,8 +270,9 @@ class Linker:
         them taken over the other folds (`FOLDS`). The thresholds, for names and for common words
         (`THRESHOLDS` each), are the pair that links the exact gold set most often where each fold is
         scored by a model fitted on the other folds; the model kept is then fitted on every question,
-        and the counts and lexicon it links with are taken over all of them. With `graph`, the model weighs what the graph says about candidates as well
-        (`GRAPH_FEATURES`, one query a question); without, it leaves them out.
+        and the counts and lexicon it links with are taken over all of them. With `graph`, the model
+        weighs what the graph says about candidates as well (`GRAPH_FEATURES`, one query a question);
+        without, it leaves them out.
         Needs scikit-learn (a dependency of sentence-transformers)."""
         rows = [(e.question, set(e.topic_entities)) for e in examples if getattr(e, "topic_entities", None)]
         if len(rows) < 10:
@@ -480,6 +483,7 @@ def _written_out_over(name: Candidate, other: Candidate, threshold: float) -> bo
     (start, end), (other_start, other_end) = name.span, other.span
     return (name.mention.how in _WRITTEN_OUT and other.mention.how not in _WRITTEN_OUT
             and start < other_end and other_start < end and end - start >= other_end - other_start)
+
 
 def is_common_word(candidate: Candidate) -> bool:
     """`candidate` was found by one word written lower case in a question that capitalises its names
