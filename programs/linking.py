@@ -13,8 +13,9 @@ so what one feature says can depend on the others; logistic regression, before i
 feature the same whatever the rest said. It keeps the best candidates whose spans do not
 overlap, down to a threshold tuned on the training questions, each scored by a model fitted without
 it, and always at least one when there is any; a common word (one word written lower case in a
-question that capitalises its names: "dated", "governor") has a threshold of its own. An
-uncompiled linker ranks by match quality alone.
+question that capitalises its names: "dated", "governor") has a threshold of its own. A dated name
+whose year the question writes apart ("the AFC Championship Game in 2013") stands for the event it
+overlaps. An uncompiled linker ranks by match quality alone.
 """
 
 from __future__ import annotations
@@ -69,6 +70,10 @@ L2 = 0.01  # the network's weight penalty (sklearn's alpha)
 # the spread of compiling: bench/results/linking-common-words/).
 THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
 UNTRAINED_THRESHOLD = 0.9  # an uncompiled linker's, for every candidate: beside the best, near-perfect matches only
+# A year as a word of its own, the edition of a yearly event ("the AFC Championship Game in 2013"),
+# not part of a date ("28 October 1981", "11-1-2010").
+_YEAR = re.compile(r"1[0-9]{3}|20[0-9]{2}")
+_MONTHS = frozenset("january february march april may june july august september october november december".split())
 
 
 @dataclass
@@ -78,6 +83,10 @@ class Candidate:
     mention: Mention | None  # None for a lexicon entry
     features: dict[str, float]
     score: float = 0.0
+    # Where the question writes the year of this dated name apart from the words it was found by, every
+    # other word of the name in the question too ("2013 AFC Championship Game" for "the AFC
+    # Championship Game in 2013"); None for any other name.
+    year_at: int | None = None
 
     @property
     def span(self) -> tuple[int, int] | None:
@@ -202,6 +211,9 @@ class Linker:
             start = candidate.span[0]
             candidate.features["after_name"] = float(start in written_ends)
             candidate.features["after_name_comma"] = float(start in written_ends and start - 1 in commas)
+        years = _years(words)
+        for candidate in best.values():
+            candidate.year_at = _year_apart(candidate, words, years)
         for gram in sorted(_ngrams(words)):  # a fixed order: the first gram to name an entity sets its features
             for topic, precision in stats.lexicon.get(gram, ()):
                 for entity, name in index.resolve(topic):
@@ -246,13 +258,16 @@ class Linker:
         always the best one. Where a name matched by its letters (`exact`, `variant`) over at least as
         many words, and scoring above its threshold, overlaps a candidate found otherwise, the name
         written out wins: "Afghan Afghani" over Afghanistan for "the Afghan Afghani" (dev: exact gold
-        set 0.827 -> 0.829, none worse)."""
+        set 0.827 -> 0.829, none worse). A dated name whose year the question writes apart (`year_at`)
+        stands for a name it overlaps that it contains, or one found by a looser match: "the AFC
+        Championship Game in 2013" is the 2013 AFC Championship Game."""
         chosen: list[Candidate] = []
         needed = [self.threshold_for(c) for c in candidates]  # once each: the written-out check reads them all
         for candidate, threshold in zip(candidates, needed):
             if chosen and candidate.score < threshold:
                 continue
             candidate = next((c for c, its in zip(candidates, needed) if _written_out_over(c, candidate, its)), candidate)
+            candidate = next((c for c in candidates if _edition_of(c, candidate, chosen)), candidate)
             span = candidate.span
             if candidate in chosen or (span and any(c.span and span[0] < c.span[1] and c.span[0] < span[1] for c in chosen)):
                 continue
@@ -284,16 +299,16 @@ class Linker:
             if name != "how_embedding" or isinstance(index, LabelVectors)
         ]
         folds: list[list[tuple[set[str], list[Candidate]]]] = []  # per fold: (gold, candidates) of its questions
-        for fold in range(FOLDS):
-            counted = cls(stats=_count([r for i, r in enumerate(rows) if i % FOLDS != fold], found))
+        for part in range(FOLDS):
+            counted = cls(stats=_count([r for i, r in enumerate(rows) if i % FOLDS != part], found))
             folds.append([(gold, counted.candidates(question, found[question], index, graph=graph))
-                          for question, gold in rows[fold::FOLDS]])
-        linker = cls._fitted(features, [q for fold in folds for q in fold], seed=seed)
+                          for question, gold in rows[part::FOLDS]])
+        linker = cls._fitted(features, [q for part in folds for q in part], seed=seed)
         if linker is None:
             raise ValueError("linking needs training questions whose topic entities are both found and not found among the candidates")
         tuned = []  # each fold scored by a model that never saw it, as a user's question will be
         for held in range(FOLDS):
-            scorer = cls._fitted(features, [q for i, fold in enumerate(folds) if i != held for q in fold], seed=seed)
+            scorer = cls._fitted(features, [q for i, part in enumerate(folds) if i != held for q in part], seed=seed)
             if scorer is None:  # (a handful of training questions) nothing to fit without this fold
                 continue
             for gold, candidates in folds[held]:
@@ -483,6 +498,44 @@ def _written_out_over(name: Candidate, other: Candidate, threshold: float) -> bo
     (start, end), (other_start, other_end) = name.span, other.span
     return (name.mention.how in _WRITTEN_OUT and other.mention.how not in _WRITTEN_OUT
             and start < other_end and other_start < end and end - start >= other_end - other_start)
+
+
+def _years(words: Sequence[str]) -> dict[int, str]:
+    """The positions of `words` that are a year on its own, not part of a date."""
+    def dated(i: int) -> bool:
+        return 0 <= i < len(words) and (words[i].isdigit() or words[i] in _MONTHS)
+    return {i: w for i, w in enumerate(words) if _YEAR.fullmatch(w) and not dated(i - 1) and not dated(i + 1)}
+
+
+def _year_apart(candidate: Candidate, words: Sequence[str], years: dict[int, str]) -> int | None:
+    """Where the question writes `candidate`'s year outside the words it was found by, when its name
+    holds one year and the question every other word of the name; else None."""
+    if candidate.mention is None or not years:
+        return None
+    named = tokens(candidate.name)
+    held = [w for w in named if _YEAR.fullmatch(w)]
+    rest = [w for w in named if w not in STOPWORDS and w not in held]
+    if len(held) != 1 or not rest or any(w not in words for w in rest):
+        return None
+    start, end = candidate.span
+    return next((i for i, w in years.items() if w == held[0] and not start <= i < end), None)
+
+
+def _edition_of(dated: Candidate, other: Candidate, chosen: Sequence[Candidate]) -> bool:
+    """`dated` (a name whose year the question writes apart) stands for `other`, a candidate whose
+    span overlaps it and whose name it contains, or which was found by a looser match than a name
+    written out ("2012 Laughlin International Film Festival" by its letters for "the Berlin International
+    Film Festival in 2004"), unless a name already chosen holds that year in its span ("the 2010 Major
+    League Baseball season World Series": the season, and not the 2010 World Series)."""
+    if dated.year_at is None or dated is other or other.mention is None:
+        return False
+    (start, end), (other_start, other_end) = dated.span, other.span
+    if not (start < other_end and other_start < end):
+        return False
+    if any(c.span and c.span[0] <= dated.year_at < c.span[1] for c in chosen):
+        return False
+    other_words = set(tokens(other.name)) - STOPWORDS
+    return other_words <= set(tokens(dated.name)) or other.mention.how not in _WRITTEN_OUT
 
 
 def is_common_word(candidate: Candidate) -> bool:

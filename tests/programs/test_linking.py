@@ -184,6 +184,48 @@ def test_a_name_written_out_wins_over_a_looser_match_it_overlaps():
     assert linker._choose([other, longer, currency]) == [other, longer]
 
 
+EDITIONS = NameIndex([(f"m.{name}", name) for name in (
+    "AFC Championship Game", "2012 AFC Championship Game", "2013 AFC Championship Game", "Super Bowl",
+    "World Series", "2010 World Series", "2010 Major League Baseball season")])
+
+
+def scored(question: str, scores: dict[str, float]) -> list[Candidate]:
+    """The question's candidates in EDITIONS, scored by name (0 for the others), best first."""
+    found = Linker().candidates(question, EDITIONS.mentions(question), EDITIONS)
+    for c in found:
+        c.score = scores.get(c.name, 0.0)
+    return sorted(found, key=lambda c: -c.score)
+
+
+def test_a_year_written_apart_names_the_edition_of_a_yearly_event():
+    """ "the AFC Championship Game in 2013" is the 2013 AFC Championship Game, scored low as a partial
+    match; without a year, with a year no edition has, or with the year of a date, it is the event."""
+    linker = Linker(weights={"similarity": 1.0}, threshold=0.3)
+    scores = {"Super Bowl": 0.9, "AFC Championship Game": 0.8,
+              "2013 AFC Championship Game": 0.03, "2012 AFC Championship Game": 0.03}
+
+    def linked_names(question: str) -> list[str]:
+        return [c.name for c in linker._choose(scored(question, scores))]
+
+    assert linked_names("Which Super Bowl was won by the team that won the AFC Championship Game in 2013?") == [
+        "Super Bowl", "2013 AFC Championship Game"]
+    assert linked_names("Which Super Bowl was won by the team that won the AFC Championship Game?") == [
+        "Super Bowl", "AFC Championship Game"]
+    assert linked_names("Which Super Bowl was won by the team that won the AFC Championship Game in 1999?") == [
+        "Super Bowl", "AFC Championship Game"]
+    date = "Which Super Bowl was won by the team that won the AFC Championship Game on 20 January 2013?"
+    assert linked_names(date) == ["Super Bowl", "AFC Championship Game"]
+
+
+def test_a_year_inside_a_name_already_linked_is_not_an_edition():
+    """ "the 2010 Major League Baseball season World Series": 2010 belongs to the season, written out
+    and linked first, so World Series stays the event."""
+    linker = Linker(weights={"similarity": 1.0}, threshold=0.3)
+    question = "Who won the 2010 Major League Baseball season World Series?"
+    chosen = linker._choose(scored(question, {"2010 Major League Baseball season": 0.9, "World Series": 0.6}))
+    assert [c.name for c in chosen] == ["2010 Major League Baseball season", "World Series"]
+
+
 def test_compiling_learns_that_a_name_after_another_qualifies_it():
     """ "a college in Greeley, Colorado" is about Greeley; "in Greeley or Colorado" about both. The
     state's words and name are the same in both; only where its name stands (right after a town's,
