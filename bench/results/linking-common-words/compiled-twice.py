@@ -11,6 +11,7 @@ from bench.linking import SHARED, as_rows, cwq_rows, knowledge_graph, link_all, 
 from kgqa.kg.profiles import ROG  # noqa: E402
 from kgqa.programs import linking  # noqa: E402
 from kgqa.programs.embedder import Embedder  # noqa: E402
+
 dev, test, triples = cwq_rows(SHARED / "cwq_mini")
 kg, _ = knowledge_graph("embedded", triples, ROG, Path("."))
 vectors = kg.name_index(encode=Embedder().encode)
@@ -22,7 +23,12 @@ for label in ("one", "two"):
     scored = link_all(linker, vectors, as_rows(test), graph=kg)
     res[label] = {s.id: (s.question, s.gold, s.linked) for s in scored}
     print(label, linker.threshold, linker.common_threshold, {k: round(v, 4) for k, v in metrics(scored).items() if k in ("exact", "at_least_one", "precision", "recall")}, flush=True)
-ex = lambda r: set(r[2]) == set(r[1])
+
+
+def ex(r):
+    return set(r[2]) == set(r[1])
+
+
 for i in res["one"]:
     a, b = res["one"][i], res["two"][i]
     if set(a[2]) != set(b[2]):

@@ -12,8 +12,18 @@ from collections import Counter
 
 sys.path.insert(0, ".")  # the repository root
 import kgqa.programs.kgqa as K  # noqa: E402
-from bench.replay import (CWQ_MINI, ConstrainedJSONAdapter, Path, RecordedDecisions, cwq_bench, dspy,  # noqa: E402
-                          gold_among, load_program, read_records, replayable)
+from bench.replay import (  # noqa: E402
+    CWQ_MINI,
+    ConstrainedJSONAdapter,
+    Path,
+    RecordedDecisions,
+    cwq_bench,
+    dspy,
+    gold_among,
+    load_program,
+    read_records,
+    replayable,
+)
 from kgqa.optimizers.labels import labeled_teacher  # noqa: E402
 from kgqa.programs import render  # noqa: E402
 
