@@ -71,9 +71,10 @@ L2 = 0.01  # the network's weight penalty (sklearn's alpha)
 THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
 UNTRAINED_THRESHOLD = 0.9  # an uncompiled linker's, for every candidate: beside the best, near-perfect matches only
 # A year as a word of its own, the edition of a yearly event ("the AFC Championship Game in 2013"),
-# not part of a date ("28 October 1981", "11-1-2010").
+# not part of a date ("28 October 1981", "11-1-2010") nor a bound ("won it after 2013").
 _YEAR = re.compile(r"1[0-9]{3}|20[0-9]{2}")
 _MONTHS = frozenset("january february march april may june july august september october november december".split())
+_BOUNDS = frozenset("after before since until till prior than from during".split())
 
 
 @dataclass
@@ -501,10 +502,12 @@ def _written_out_over(name: Candidate, other: Candidate, threshold: float) -> bo
 
 
 def _years(words: Sequence[str]) -> dict[int, str]:
-    """The positions of `words` that are a year on its own, not part of a date."""
+    """The positions of `words` that are a year on its own: not part of a date, not after a bound."""
     def dated(i: int) -> bool:
         return 0 <= i < len(words) and (words[i].isdigit() or words[i] in _MONTHS)
-    return {i: w for i, w in enumerate(words) if _YEAR.fullmatch(w) and not dated(i - 1) and not dated(i + 1)}
+
+    return {i: w for i, w in enumerate(words)
+            if _YEAR.fullmatch(w) and not dated(i - 1) and not dated(i + 1) and not (i and words[i - 1] in _BOUNDS)}
 
 
 def _year_apart(candidate: Candidate, words: Sequence[str], years: dict[int, str]) -> int | None:

@@ -199,7 +199,8 @@ def scored(question: str, scores: dict[str, float]) -> list[Candidate]:
 
 def test_a_year_written_apart_names_the_edition_of_a_yearly_event():
     """ "the AFC Championship Game in 2013" is the 2013 AFC Championship Game, scored low as a partial
-    match; without a year, with a year no edition has, or with the year of a date, it is the event."""
+    match; without a year, with a year no edition has, the year of a date or a bound ("after 2013"),
+    it is the event."""
     linker = Linker(weights={"similarity": 1.0}, threshold=0.3)
     scores = {"Super Bowl": 0.9, "AFC Championship Game": 0.8,
               "2013 AFC Championship Game": 0.03, "2012 AFC Championship Game": 0.03}
@@ -215,6 +216,8 @@ def test_a_year_written_apart_names_the_edition_of_a_yearly_event():
         "Super Bowl", "AFC Championship Game"]
     date = "Which Super Bowl was won by the team that won the AFC Championship Game on 20 January 2013?"
     assert linked_names(date) == ["Super Bowl", "AFC Championship Game"]
+    bound = "Which Super Bowl was won by the team that won the AFC Championship Game after 2013?"
+    assert linked_names(bound) == ["Super Bowl", "AFC Championship Game"]
 
 
 def test_a_year_inside_a_name_already_linked_is_not_an_edition():
