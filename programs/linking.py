@@ -74,7 +74,7 @@ UNTRAINED_THRESHOLD = 0.9  # an uncompiled linker's, for every candidate: beside
 # not part of a date ("28 October 1981", "11-1-2010") nor a bound ("won it after 2013").
 _YEAR = re.compile(r"1[0-9]{3}|20[0-9]{2}")
 _MONTHS = frozenset("january february march april may june july august september october november december".split())
-_BOUNDS = frozenset("after before since until till prior than from during".split())
+_BOUNDS = frozenset("after before since until till prior to than from during".split())  # "prior to 2013"
 
 
 @dataclass

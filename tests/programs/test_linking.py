@@ -216,8 +216,9 @@ def test_a_year_written_apart_names_the_edition_of_a_yearly_event():
         "Super Bowl", "AFC Championship Game"]
     date = "Which Super Bowl was won by the team that won the AFC Championship Game on 20 January 2013?"
     assert linked_names(date) == ["Super Bowl", "AFC Championship Game"]
-    bound = "Which Super Bowl was won by the team that won the AFC Championship Game after 2013?"
-    assert linked_names(bound) == ["Super Bowl", "AFC Championship Game"]
+    for bound in ("after 2013", "prior to 2013"):
+        question = f"Which Super Bowl was won by the team that won the AFC Championship Game {bound}?"
+        assert linked_names(question) == ["Super Bowl", "AFC Championship Game"]
 
 
 def test_a_year_inside_a_name_already_linked_is_not_an_edition():
