@@ -269,8 +269,7 @@ class Linker:
                 continue
             candidate = next((c for c, its in zip(candidates, needed) if _written_out_over(c, candidate, its)), candidate)
             candidate = next((c for c in candidates if _edition_of(c, candidate, chosen)), candidate)
-            span = candidate.span
-            if candidate in chosen or (span and any(c.span and span[0] < c.span[1] and c.span[0] < span[1] for c in chosen)):
+            if candidate in chosen or any(_overlap(candidate, c) for c in chosen):
                 continue
             chosen.append(candidate)
         return chosen
@@ -498,7 +497,12 @@ def _written_out_over(name: Candidate, other: Candidate, threshold: float) -> bo
         return False
     (start, end), (other_start, other_end) = name.span, other.span
     return (name.mention.how in _WRITTEN_OUT and other.mention.how not in _WRITTEN_OUT
-            and start < other_end and other_start < end and end - start >= other_end - other_start)
+            and _overlap(name, other) and end - start >= other_end - other_start)
+
+
+def _overlap(one: Candidate, other: Candidate) -> bool:
+    """Both were found by spans of the question, and the spans share a word."""
+    return bool(one.span and other.span and one.span[0] < other.span[1] and other.span[0] < one.span[1])
 
 
 def _years(words: Sequence[str]) -> dict[int, str]:
@@ -530,10 +534,7 @@ def _edition_of(dated: Candidate, other: Candidate, chosen: Sequence[Candidate])
     written out ("2012 Laughlin International Film Festival" by its letters for "the Berlin International
     Film Festival in 2004"), unless a name already chosen holds that year in its span ("the 2010 Major
     League Baseball season World Series": the season, and not the 2010 World Series)."""
-    if dated.year_at is None or dated is other or other.mention is None:
-        return False
-    (start, end), (other_start, other_end) = dated.span, other.span
-    if not (start < other_end and other_start < end):
+    if dated.year_at is None or dated is other or not _overlap(dated, other):
         return False
     if any(c.span and c.span[0] <= dated.year_at < c.span[1] for c in chosen):
         return False
