@@ -249,9 +249,8 @@ class Linker:
 
     def plausible(self, linking: Linking, *, at_most: int = 6) -> list[Candidate]:
         """The candidates a choice is between: the linked ones, then the others that score at least
-        half the linking threshold, best first."""
-        floor = (self.threshold if self.trained else UNTRAINED_THRESHOLD) / 2
-        others = [c for c in linking.candidates if c not in linking.linked and c.score >= floor]
+        half their own linking threshold (a common word's or the names', `threshold_for`), best first."""
+        others = [c for c in linking.candidates if c not in linking.linked and c.score >= self.threshold_for(c) / 2]
         return [*linking.linked, *others][: max(at_most, len(linking.linked))]
 
     def _choose(self, candidates: list[Candidate]) -> list[Candidate]:

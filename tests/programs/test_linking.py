@@ -15,7 +15,7 @@ from kgqa.kg import EmbeddedStore, KnowledgeGraph
 from kgqa.kg.names import LabelVectors, Mention, NameIndex
 from kgqa.optimizers.teleprompters import Budget, compile_program
 from kgqa.programs import KGQA
-from kgqa.programs.linking import Candidate, Linker
+from kgqa.programs.linking import Candidate, Linker, Linking
 from kgqa.programs.saving import LINKING_FILE, ProgramFileError, load_program, save_program
 from tests.programs.oracle import gold_oracle, oracle
 
@@ -167,6 +167,19 @@ def test_a_common_word_is_linked_beside_a_name_only_above_its_own_threshold():
     assert linker._choose([pitt, dated, name]) == [pitt, name]
     dated.features["lower_case_question"] = 1.0
     assert linker._choose([pitt, dated, name]) == [pitt, dated, name]
+
+
+def test_a_common_word_is_a_plausible_topic_only_at_half_its_own_threshold():
+    """What the topic choice is offered beside the linked: names down to half the names' threshold,
+    common words ("dated") down to half theirs."""
+    linker = Linker(weights={"similarity": 1.0}, threshold=0.3, common_threshold=0.6)
+    pitt, name = candidate("Brad Pitt", "exact", (2, 4), 0.95), candidate("Jennifer Aniston", "exact", (6, 8), 0.2)
+    dated = candidate("Dated", "exact", (4, 5), 0.2)
+    dated.features = {"span_words": 1, "capitalised": 0.0, "lower_case_question": 0.0}
+    linking = Linking(mentions=[], candidates=[pitt, dated, name], linked=[pitt])
+    assert linker.plausible(linking) == [pitt, name]  # 0.2: above half the names' 0.3, below half the common words' 0.6
+    dated.score = 0.35
+    assert linker.plausible(linking) == [pitt, dated, name]
 
 
 def test_a_name_written_out_wins_over_a_looser_match_it_overlaps():
