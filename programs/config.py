@@ -6,12 +6,14 @@ from dataclasses import asdict, dataclass, replace
 
 # The steps a user can switch off (each a `WalkConfig` field), in the order the walk takes them.
 STEPS = ("relation_prune", "entity_prune", "fact_filter", "memory_update", "sufficiency", "extraction")
-# What an ablation can switch off: the LLM steps, and the compiled parts of the ranking (no call).
-SWITCHES = (*STEPS, "chain_prior", "learned_ranking")
+# What an ablation can switch off: the LLM steps, the value check after them, and the compiled
+# parts of the ranking (no call).
+SWITCHES = (*STEPS, "value_check", "chain_prior", "learned_ranking")
 # The steps whose switch changes nothing on a walk where they were skipped every time: skipped or
-# off, they keep every entity, show no facts, keep no notes, add no hop, answer the first ranked.
+# off, they keep every entity, show no facts, keep no notes, add no hop, answer the first ranked,
+# and leave the extracted answers as they are.
 # (Not the relation prune: its skips still choose a chain, which off leaves to similarity.)
-SKIPPED_IS_OFF = ("entity_prune", "fact_filter", "memory_update", "sufficiency", "extraction")
+SKIPPED_IS_OFF = ("entity_prune", "fact_filter", "memory_update", "sufficiency", "extraction", "value_check")
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,10 @@ class WalkConfig:
         similarity, the entity prune keeps every entity, the fact filter shows no facts, memory keeps
         no notes, the walk takes the planned hops only, and the first ranked candidate (with the
         other ends of its chain) answers.
+    value_check: where the question compares a value ("the latest founding date", "fewer than
+        15,208 undergraduates", "a CPI inflation rate of -1.61"), the answers are compared by the
+        value relation most like its words, and the ones it holds for answer (`programs.values`;
+        no LLM call). Off: the extracted answers as they are.
     topic_choice: for a question without ids, the model chooses its topic entities among the
         plausible candidates when the linker's choice has competitors. Off by default (the
         linker's choice): measured on CWQ-mini with the local 1.5B LM it linked fewer questions
@@ -104,6 +110,7 @@ class WalkConfig:
     memory_update: bool = True
     sufficiency: bool = True
     extraction: bool = True
+    value_check: bool = True
     topic_choice: bool = False
     topics_chosen: int = 3
     chain_prior: bool = True

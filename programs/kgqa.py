@@ -12,6 +12,7 @@
     -> memory update (what each entity the question names has established)
     -> answer sufficiency (do the best paths reach the answer? if not, one hop more, bounded)
     -> path answer extraction (the answers the paths support, each with its GCR path)
+    -> value check (where the question compares a value, the answers it holds for; no LLM call)
 
 | step | method | predictor | signature | file | skipped when |
 |---|---|---|---|---|---|
@@ -23,6 +24,7 @@
 | memory update | `_update_memory` | `update_memory` | `UpdateMemory` | signatures/memory.py | the question names one entity; sufficiency and extraction are both skipped (nothing reads the notes) |
 | answer sufficiency | `_go_further` | `check_sufficiency` | `CheckSufficiency` | signatures/answer.py | at the deepest hop; extensions used up; the walk already went past the plan; nothing reached; the best path goes by the relation the plan's last hop names |
 | path answer extraction | `_extract` | `extract_answers` | `ExtractAnswers` | signatures/answer.py | one candidate, or one relation chain; one candidate where the paths from the most topic entities meet in fewer hops than at any other; the question sets no condition and the best path, from every topic entity, goes by the relation the plan's last hop names |
+| value check (no LLM call) | `_compare_values` | none | none (`programs/values.py`) | programs/values.py | the question compares no value; too few answers; no value of the answers is like the question's words |
 | reflection | `_reflect` | `reflect` | `Reflect` | signatures/reflect.py | no dead end |
 
 Every step can be switched off (`WalkConfig`), and the trace records, for each step, whether it ran,
@@ -46,8 +48,8 @@ import dspy
 import pydantic
 
 from kgqa.data.examples import question_problem
-from kgqa.kg import KnowledgeGraph, Step
-from kgqa.programs import render
+from kgqa.kg import Direction, Edge, KnowledgeGraph, Step
+from kgqa.programs import render, values
 from kgqa.programs.base import KGProgram, WalkState, question_shape
 from kgqa.programs.chains import Votes
 from kgqa.programs.config import WalkConfig
@@ -77,6 +79,7 @@ _PLANNED_BONUS = 0.3  # added to the similarity (0..1) of a candidate on the pla
 _VALUES_PER_FACT = 3  # values of one (candidate, relation) shown in one fact
 _TOPIC_RELATIONS = 4  # relations shown with each candidate topic entity
 _LOGGED_PRIOR = 3  # the chain prior's heaviest chains, in the trace
+_VALUED_ANSWERS = 30  # answers whose values a comparison reads, at most
 # words of questions whose answer a value decides: a number, a date, a comparison, an extreme
 _VALUE_WORDS = re.compile(
     r"\d|\b(before|after|since|until|during|first|last|earliest|latest|oldest|youngest|newest|largest|smallest|"
@@ -133,6 +136,7 @@ class KGQA(KGProgram):
         if not candidates:
             return state.stop(StopReason.DEAD_END)
         extracted = self._extract(state, candidates)  # path answer extraction
+        self._compare_values(state)  # where the question compares a value, the answers it holds for
         state.stop(StopReason.CHOSEN if extracted else StopReason.PLAN_DONE)
 
     def _retrieve(self, state: WalkState, topic_entities: Sequence[str] | None) -> list[Candidate]:
@@ -664,6 +668,57 @@ class KGQA(KGProgram):
             final += sorted(same, key=lambda t: rank[render.node_label(t.end)])
         state.final = final
         return extracted
+
+    def _compare_values(self, state: WalkState) -> None:
+        """The answers a value decides: where the question compares a value ("the latest founding
+        date", "fewer than 15,208 undergraduates"), the extracted answers and the other ends of
+        their chains are compared by the value relation most like the question's words, and the
+        ones the comparison holds for answer, best first. No LLM call: the small model does not
+        compare the values it is shown (`programs.values`)."""
+        if not state.config.value_check:
+            return state.trace.record("value_check", "skipped", "switched off")
+        comparison = values.read_comparison(state.question, names=[t.label for t in state.topics])
+        if comparison is None:
+            return state.trace.record("value_check", "skipped", "the question compares no value")
+        first: dict[str, Trail] = {}
+        for trail in state.final:
+            first.setdefault(render.node_label(trail.end), trail)
+        trails = [t for t in first.values() if not t.end.literal][:_VALUED_ANSWERS]
+        if len(trails) < (1 if comparison.bound is not None else 2):
+            return state.trace.record("value_check", "skipped", "fewer answers than the comparison needs")
+        decided = values.decide(comparison, self._answer_values(state, trails), self.embedder.similarities)
+        if decided is None:
+            return state.trace.record("value_check", "skipped", "no value of the answers is like the comparison's words")
+        kept, relation = decided
+        by_label = {render.node_label(t.end): t for t in trails}
+        state.final = [by_label[label] for label in kept]
+        state.trace.record("value_check", "ran", f"{comparison.cue} by {relation}: {len(kept)} of {len(trails)} answers")
+
+    def _answer_values(self, state: WalkState, trails: list[Trail]) -> dict[str, list[tuple[str, str]]]:
+        """Each answer's values, (relation, value text): its own, and those of the nameless (CVT)
+        nodes around it (a term's dates, a measured number), but of the nodes its own trail came
+        through only that one (not every other editor's tenure of the same magazine). Three queries:
+        the answers' relations, their neighbours (with the relations around each), the nameless ones' values."""
+        ids = {t.end.id: render.node_label(t.end) for t in trails}
+        via = {t.end.id: (t.hops[-2].node.id, t.hops[-1].edge.reversed) for t in trails
+               if len(t.hops) > 1 and not (t.hops[-2].node.literal or t.hops[-2].node.name)}
+        around = state.kg.relations(list(ids)).items
+        fanout = state.kg.follow([Step(e, edge.relation, edge.direction) for e in ids for edge in around.get(e, ())],
+                                 relations=True)
+        found: dict[str, list[tuple[str, str]]] = {label: [] for label in ids.values()}
+        cvts: dict[str, str] = {}  # nameless node -> the answer it is read for
+        for step, nodes in fanout.items.items():
+            for node in nodes:
+                if node.literal or node.name:
+                    found[ids[step.entity]].append((step.relation, render.node_label(node)))
+                elif step.entity not in via or Edge(step.relation, step.direction) != via[step.entity][1] \
+                        or node.id == via[step.entity][0]:
+                    cvts[node.id] = step.entity
+        inner = state.kg.follow([Step(cvt, edge.relation, edge.direction) for cvt in cvts
+                                 for edge in fanout.around.get(cvt, ()) if edge.direction is Direction.OUT])
+        for step, nodes in inner.items.items():
+            found[ids[cvts[step.entity]]] += [(step.relation, render.node_label(n)) for n in nodes if n.literal or n.name]
+        return found
 
     def _settled_answer(self, state: WalkState, shown: list[Candidate]) -> str | None:
         """Why path answer extraction has nothing to decide among the answers `shown` (the first

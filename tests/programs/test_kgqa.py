@@ -760,3 +760,33 @@ def test_the_compiled_ranking_orders_the_candidates_and_its_switch_restores_the_
     program.config = program.config.without("learned_ranking")  # the ablation: as uncompiled
     with dspy.context(lm=oracle(["home_town", "moved_to"], hops=1)):
         assert program(question=question).answers[0] == "Laguna Beach"
+
+
+def test_where_the_question_compares_a_value_the_answers_it_holds_for_answer(kg, ids):
+    # extraction answers Titanic, which brings every film of its chain; the release dates decide
+    lm = oracle(["film.film.directed_by (reverse)"], hops=1, extracted_answers=lambda i: {"extracted_answers": ["Titanic"]})
+    earliest = ask(kg, lm, "Which film directed by James Cameron was released earliest?", [ids["James Cameron"]])
+    assert earliest.answers == ["The Terminator"] and earliest.paths[0].endswith("# Answer:\nThe Terminator")
+    assert statuses(earliest.trace)["value_check"] == ["ran"]
+    (why,) = [s["why"] for s in earliest.trace.steps if s["step"] == "value_check"]
+    assert why == "earliest by film.film.initial_release_date: 1 of 3 answers"
+    after = ask(kg, lm, "Which films directed by James Cameron were released after 1990?", [ids["James Cameron"]])
+    assert after.answers == ["Titanic", "Avatar"]
+    # switched off, or nothing compared: the extracted answer first, then the other ends of its chain
+    off = ask(kg, lm, "Which film directed by James Cameron was released earliest?", [ids["James Cameron"]], value_check=False)
+    assert off.answers[0] == "Titanic" and len(off.answers) == 3
+    assert statuses(off.trace)["value_check"] == ["skipped: switched off"]
+    plain = ask(kg, lm, "Which films did James Cameron direct?", [ids["James Cameron"]])
+    assert plain.answers[0] == "Titanic" and statuses(plain.trace)["value_check"] == ["skipped: the question compares no value"]
+
+
+def test_a_value_on_the_nameless_node_a_trail_came_through_is_the_answer_s(kg):
+    # Cuarón's two Best Director awards, each a CVT node with its year, honored for Gravity and Roma:
+    # each film is compared by the year of his award for it, not by every award it got
+    cuaron = kg.link(["Alfonso Cuarón"])["Alfonso Cuarón"][0]
+    lm = oracle(["award.award_winner.awards_won -> award.award_honor.honored_for"], hops=1,
+                extracted_answers=lambda i: {"extracted_answers": ["Roma"]})
+    pred = ask(kg, lm, "For which film did Alfonso Cuarón win his earliest award?", [cuaron])
+    assert pred.answers == ["Gravity"]
+    (why,) = [s["why"] for s in pred.trace.steps if s["step"] == "value_check"]
+    assert why == "earliest by award.award_honor.year: 1 of 2 answers"

@@ -1,0 +1,243 @@
+"""Comparisons a value decides: "the latest founding date", "fewer than 15,208 undergraduates",
+"released later than October 25, 2005". A small LM reads the values it is shown and does not compare
+them (bench/results/path-values-cwq-dev/), so the program compares them itself: the question's
+words name the comparison (`read_comparison`), the graph gives each answer's values, and
+`decide` keeps the answers the comparison holds for, by the value relation most like the words.
+
+Pure functions over text; the walk fetches the values (`KGQA._compare_values`)."""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
+MONTHS |= {name.lower(): i for i, name in enumerate(calendar.month_abbr) if name}
+
+_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
+_DATE_TEXT = [  # (pattern, reader of its groups as (year, month, day))
+    (re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s*(\d{{4}})\b", re.I),
+     lambda g: (int(g[2]), MONTHS[g[0].lower()], int(g[1]))),
+    (re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH})\.?,?\s+(\d{{4}})\b", re.I),
+     lambda g: (int(g[2]), MONTHS[g[1].lower()], int(g[0]))),
+    (re.compile(rf"\b({_MONTH})\.?,?\s+(?:of\s+)?(\d{{4}})\b", re.I), lambda g: (int(g[1]), MONTHS[g[0].lower()])),
+    (re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b"), lambda g: (int(g[0]), int(g[1]), int(g[2]))),
+    (re.compile(r"\b(\d{1,2})[-/](\d{1,2})[-/](\d{4})\b"), lambda g: (int(g[2]), int(g[0]), int(g[1]))),  # US order
+    (re.compile(r"\b(\d{4})-(\d{1,2})\b"), lambda g: (int(g[0]), int(g[1]))),
+    (re.compile(r"\b(1\d{3}|20\d{2})\b"), lambda g: (int(g[0]),)),
+]
+_NUMBER_TEXT = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w-])")
+_ISO_DATE = re.compile(r"^(-?\d{4})(?:-(\d{2}))?(?:-(\d{2}))?(?:T[\d:.]+Z?)?$")
+
+# The words that set a comparison. A bound is read from the text right after its cue.
+_MORE = r"(?:greater|more|higher|larger|bigger|longer|taller|later|newer|heavier)"
+_LESS = r"(?:less|fewer|lower|smaller|shorter|earlier|older|lighter)"
+_BOUNDS = [
+    (re.compile(rf"\b(?:{_MORE}\s+than|over|above|exceed(?:s|ed|ing)?|after|since|from after)\s+", re.I), ">"),
+    (re.compile(rf"\b(?:{_LESS}\s+than|under|below|before|prior\s+to|from before)\s+", re.I), "<"),
+]
+_EXTREMES = [
+    (re.compile(r"\b(?:latest|most\s+recent(?:ly)?|newest|youngest|largest|biggest|highest|greatest|longest|tallest|"
+                r"maximum|heaviest)\b", re.I), "max"),
+    (re.compile(r"\b(?:earliest|oldest|smallest|lowest|least|fewest|shortest|minimum|lightest)\b", re.I), "min"),
+    # "the most seasons"; "released last", "died first" (at the end of the question), "the last to serve"
+    (re.compile(r"\bthe\s+most\b(?!\s+(?:popular|famous|common|important|known|well)\b)", re.I), "max"),
+    (re.compile(r"\blast(?=\s*[?.!]*\s*$)|\bthe\s+last(?=\s+(?:to|time|year)\b)", re.I), "max"),
+    (re.compile(r"\bfirst(?=\s*[?.!]*\s*$)|\bthe\s+first(?=\s+(?:to|time|year)\b)", re.I), "min"),
+]
+# a value the answer must have: a number no name or count is written as ("a CPI inflation rate of
+# -1.61", "CO2 emissions of 1.26211727", "a GDP of 100349905926"), not a year, an ordinal or "#7"
+_EXACT_NUMBER = re.compile(r"(?<![\w.#,-])(?:-\d+(?:\.\d+)?|\d+\.\d+|\d{5,})(?![\w.,]\d|\w)")
+_FILLER = re.compile(r"^(?:the\s+)?(?:(?:month|year|date|day)\s+of\s+)?(?:the\s+)?", re.I)
+_GENERIC = frozenset(("date", "numbe", "time", "year", "value", "type"))
+_BARE = frozenset(("to", "from", "since", "until"))
+_STOP = frozenset("a an the of in on at to by for with and or is was were has have had that which who what whose "
+                  "did does do be been its their his her it this than as".split())
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What a question compares: the extreme (`max`, `min`), a bound (`>`, `<` a value) or the
+    exact value (`=` a number) of a value named by `words` ("founding date", "number of
+    undergraduates")."""
+
+    op: str
+    words: str
+    bound: tuple | float | None = None  # a date (year, month, day: as many as written) or a number
+    cue: str = ""
+
+    @property
+    def date_bound(self) -> bool:
+        return isinstance(self.bound, tuple)
+
+
+def read_comparison(question: str, *, names: Sequence[str] = ()) -> Comparison | None:
+    """The comparison a question makes, if any; words inside `names` (the topic entities') set none
+    ("Fewer Than Zero", "The Oldest Living Confederate Widow")."""
+    masked = question
+    for name in sorted(filter(None, names), key=len, reverse=True):
+        masked = re.sub(re.escape(name), " " * len(name), masked, flags=re.I)
+    for pattern, op in _BOUNDS:
+        for match in pattern.finditer(masked):
+            rest = masked[match.end():]
+            rest = rest[_FILLER.match(rest).end():]
+            bound, length = _bound(rest)
+            if bound is None:
+                continue
+            words = _words(masked[: match.start()], last=6) + " " + _words(rest[length:], first=4)
+            return Comparison(op, words.strip(), bound, match.group(0).strip())
+    for match in _EXACT_NUMBER.finditer(masked):
+        number = as_number(match.group(0))
+        if number is not None:
+            words = _words(masked[: match.start()], last=6) + " " + _words(masked[match.end():], first=3)
+            return Comparison("=", words.strip(), number, f"of {match.group(0)}")
+    for pattern, op in _EXTREMES:
+        match = pattern.search(masked)
+        if match:
+            after = _words(masked[match.end():], first=6)
+            before = _words(masked[: match.start()], last=6)
+            return Comparison(op, f"{before} {after}".strip(), None, match.group(0))
+    return None
+
+
+def as_date(text: str) -> tuple | None:
+    """A graph's date value ('1936-09', '2006-09-01T00:00:00Z', '1927') as (year, month, day), as
+    many parts as it has; None for anything else."""
+    match = _ISO_DATE.match(text.strip())
+    if not match:
+        return None
+    return tuple(int(part) for part in match.groups() if part is not None)
+
+
+def as_number(text: str) -> float | None:
+    text = text.strip().replace(",", "")
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if number == number and abs(number) != float("inf") else None
+
+
+def decide(
+    comparison: Comparison,
+    values: Mapping[str, Sequence[tuple[str, str]]],
+    similar: Callable[[str, Sequence[str]], list[float]],
+    *,
+    min_similarity: float = 0.2,
+) -> tuple[list[str], str] | None:
+    """The answers (keys of `values`, each with its (relation id, value text) pairs) the
+    comparison keeps, best first, and the relation it compared them by; None when no relation
+    with comparable values for at least two answers (one, for a bound) is like the comparison's
+    words. A bound keeps every answer whose value meets it; an extreme keeps the answers at it."""
+    texts: dict[str, dict[str, list[str]]] = {}  # relation -> answer -> its value texts
+    for answer, pairs in values.items():
+        for relation, text in pairs:
+            texts.setdefault(relation, {}).setdefault(answer, []).append(text)
+    by_relation = {relation: got for relation, got in ((r, _comparable(t, comparison)) for r, t in texts.items()) if got}
+    needed = 1 if comparison.bound is not None else 2
+    relations = [r for r, got in by_relation.items() if len(got) >= needed]
+    if not relations:
+        return None
+    words = comparison.words or comparison.cue
+    phrases = [_phrase(relation) for relation in relations]
+    scores = [similarity + _shared(words, relation) + _edge_hint(words, relation)
+              for relation, similarity in zip(relations, similar(words, phrases))]
+    relation, score = max(zip(relations, scores), key=lambda pair: pair[1])
+    if score < min_similarity or not _shared(words, relation):
+        return None
+    got = by_relation[relation]
+    if comparison.bound is not None:
+        kept = [a for a in values if a in got and any(_meets(v, comparison.op, comparison.bound) for v in got[a])]
+    else:
+        pick = max if comparison.op == "max" else min
+        best = pick(pick(vs) for vs in got.values())
+        kept = [a for a in values if a in got and best in got[a]]
+    return (kept, relation) if kept else None
+
+
+def _bound(text: str) -> tuple[tuple | float | None, int]:
+    """The date or number `text` starts with, and how many characters it takes."""
+    for pattern, read in _DATE_TEXT:
+        match = pattern.match(text)
+        if match:
+            return read(match.groups()), match.end()
+    match = _NUMBER_TEXT.match(text)
+    if match:
+        return as_number(match.group(0)), match.end()
+    return None, 0
+
+
+def _comparable(texts: Mapping[str, list[str]], comparison: Comparison) -> dict[str, list]:
+    """One relation's values of each answer as one kind the comparison can order: dates for a
+    date bound, numbers for a number bound; for an extreme, numbers where every value is one
+    (a bare year orders as a number does), else dates where every value is one. Values of
+    another kind are left out; a relation with none left, or of mixed kinds, gives {}."""
+    if comparison.date_bound:
+        read = as_date
+    elif comparison.bound is not None:
+        read = lambda text: None if "-" in text.strip()[1:] else as_number(text)  # noqa: E731  (1841-02 is no number)
+    else:
+        every = [text for values in texts.values() for text in values]
+        read = as_number if all(as_number(t) is not None for t in every) else as_date
+        if not all(read(t) is not None for t in every):
+            return {}
+    got = {answer: [v for v in map(read, values) if v is not None] for answer, values in texts.items()}
+    return {answer: values for answer, values in got.items() if values}
+
+
+def _meets(value, op: str, bound) -> bool:
+    """Whether a value meets a bound, the bound itself included: a date stands for its first day
+    (1841 is 1841-01-01), so a term from 1841-02 is "after the month of February, 1841", as the
+    CWQ questions that write one count it."""
+    if isinstance(bound, tuple):
+        value, bound = _day(value), _day(bound)
+    if op == "=":
+        return abs(value - bound) <= 1e-9 * max(1.0, abs(bound))
+    return value >= bound if op == ">" else value <= bound
+
+
+def _day(date: tuple) -> tuple:
+    return (*date, 1, 1)[:3]
+
+
+def _stems(text: str) -> set[str]:
+    """Content words cut to five letters; words every value relation may hold ("date", "number") left out."""
+    return {w.lower()[:5] for w in re.findall(r"[A-Za-z]+", text) if w.lower() not in _STOP and len(w) > 1} - _GENERIC
+
+
+def _phrase(relation: str) -> str:
+    """A relation id's last two parts as words: 'location.country.calling_code' -> 'country calling code'."""
+    return " ".join(relation.split(".")[-2:]).replace("_", " ")
+
+
+def _own_words(relation: str) -> str:
+    """What a relation says of its subject: its last part ('calling code', not the 'country' every
+    country relation names), or its last two when the last says nothing of its own ('position held
+    to', 'award honor year')."""
+    own = relation.split(".")[-1].replace("_", " ")
+    return own if _stems(own) - _BARE else _phrase(relation)
+
+
+def _shared(words: str, relation: str) -> float:
+    """A bonus for each word stem the comparison's words and the relation's own words share
+    ("founding" and "date founded"; "calling code")."""
+    return 0.25 * len(_stems(words) & _stems(_own_words(relation)))
+
+
+def _edge_hint(words: str, relation: str) -> float:
+    """Which end of a term the words mean: "ended" its `to`, "started" its `from`."""
+    said, last = _stems(words), relation.lower().split(".")[-1:]
+    ends = bool(said & {"ended", "end", "endin", "until", "left", "stopp"})
+    starts = bool(said & {"start", "began", "begin", "begun", "from"})
+    if last in (["to"], ["end_date"], ["until"]):
+        return 0.2 * ends - 0.2 * starts
+    if last in (["from"], ["start_date"], ["since"]):
+        return 0.2 * starts - 0.2 * ends
+    return 0.0
+
+
+def _words(text: str, *, first: int | None = None, last: int | None = None) -> str:
+    words = [w for w in re.findall(r"[A-Za-z][A-Za-z'_-]*", text) if w.lower() not in _STOP]
+    return " ".join(words[:first] if first is not None else words[-last:] if last else words)
