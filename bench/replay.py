@@ -7,20 +7,25 @@ A `bench.accuracy` record keeps each question's decisions in its trace: the plan
 sufficiency's verdicts. A scripted LM answers each step with the record's decision, so the walk
 retrieves what it retrieved then, and the compiled program ranks the candidates again, under the
 WalkConfig changes given with `--set`. The steps a record does not keep are answered plainly: the
-entity prune keeps every entity, the reflection resumes none, and the fact filter, memory update
-and extraction (which no ranking reads) keep nothing or the first offered.
+entity prune keeps every entity, the reflection resumes none, the fact filter and memory update
+(which no ranking reads) keep nothing, and extraction chooses the record's answers among those
+offered (the first offered when none is).
 
 Per question: whether the replayed choices are the record's (with no `--set`, the replay's own
 check), whether a gold answer is among the ranked candidates, whether it is among the choices
 shown to extraction (candidate recall, as `bench.accuracy` counts it, less the kept facts), and
 whether it is the first choice shown (what a skipped extraction answers, and the small model
 mostly picks).
-Writes `replay.jsonl` and `table.md` with `--out`. No LLM is called, no test question is needed:
+With `--answers`, whole answers instead: each record answered again, extraction's recorded choice
+included, without and with the `--set` changes (a change after the model's choices, such as the
+value check, measured in a minute: Hits@1 and F1 without and with, and which answers moved).
+Writes `replay.jsonl` (`answers.jsonl`) and `table.md` with `--out`. No LLM is called, no test question is needed:
 replay dev records to tune, then ask only the test questions whose choices the change moves.
 
     .venv/bin/python -m bench.replay --records bench/results/agreed-first-cwq-dev/bootstrap-dev.jsonl \\
         --program bench/results/agreed-first-cwq-dev/program-bootstrap --split dev --per-hop 100 --train 1500 \\
         [--set choices_shown=15 --set choices_per_chain=4] [--out DIR]
+    .venv/bin/python -m bench.replay --answers --base value_check=false --set value_check=true --records ... --program ...
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ stay_offline()
 import dspy  # noqa: E402
 
 from bench.accuracy import CWQ_MINI, DATASETS, METAQA, TRAIN, cwq_bench, metaqa_bench  # noqa: E402
+from kgqa.evaluate.metrics import score_answers  # noqa: E402
 from kgqa.evaluate.runner import read_records  # noqa: E402
 from kgqa.lm.adapter import ConstrainedJSONAdapter  # noqa: E402
 from kgqa.lm.scripted import scripted_lm  # noqa: E402
@@ -58,9 +64,11 @@ class RecordedDecisions:
     def __init__(self) -> None:
         self.trace: dict = {}
         self.verdicts: Iterator[bool] = iter(())
+        self.answers: list[str] = []
 
     def use(self, record: dict) -> None:
         self.trace = record.get("trace") or {}
+        self.answers = list(record.get("answers") or [])
         ran = [s["why"] for s in self.trace.get("steps", ()) if s["step"] == "sufficiency" and s["status"] == "ran"]
         self.verdicts = iter(why != "one hop short" for why in ran)
 
@@ -73,8 +81,14 @@ class RecordedDecisions:
             "entities_to_resume": lambda inputs: {"entities_to_resume": []},
             "relevant_facts": lambda inputs: {"relevant_facts": []},
             "memory_notes": lambda inputs: {"memory_notes": []},
-            "extracted_answers": lambda inputs: {"extracted_answers": list(inputs["candidate_paths"])[:1]},
+            "extracted_answers": self.extract,
         }, constrained=True)
+
+    def extract(self, inputs: dict) -> dict:
+        """The record's answers among the candidates offered, in its order (its extracted answers come
+        first in it), else the first offered: a change after extraction replays what the model chose."""
+        offered = [path.rsplit(" -> ", 1)[-1] for path in inputs["candidate_paths"]]
+        return {"extracted_answers": [a for a in self.answers if a in offered] or offered[:1]}
 
     def plan(self, inputs: dict) -> dict:
         planned = self.trace.get("raw_plan") or {}
@@ -129,6 +143,60 @@ def replay(program, examples: Sequence[dspy.Example], records: dict[str, dict]) 
     return results
 
 
+@dataclass(frozen=True)
+class AnswerChange:
+    id: str
+    as_recorded: bool  # replayed without the changes, the record's answers came back
+    before: list[str]  # replayed without the changes
+    after: list[str]  # replayed with them
+    hits1_before: float
+    hits1_after: float
+    f1_before: float
+    f1_after: float
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def replay_answers(program, examples: Sequence[dspy.Example], records: dict[str, dict], changes: dict) -> list[AnswerChange]:
+    """Each example with a record, answered again under the record's decisions (extraction's
+    choice included) without and with `changes` to the program's WalkConfig: what a change made
+    after the model's choices (the value check, say) does to the answers, with no LLM call."""
+    decisions, results = RecordedDecisions(), []
+    plain, changed = program.config, dataclasses.replace(program.config, **changes)
+    with dspy.context(lm=decisions.lm(), adapter=ConstrainedJSONAdapter()):
+        for example in examples:
+            record = records.get(example.id)
+            if not replayable(record):
+                continue
+            got = []
+            for config in (plain, changed):
+                decisions.use(record)
+                program.config = config
+                got.append(program(question=example.question, topic_entities=list(example.topic_entities) or None).answers)
+            program.config = plain
+            before, after = (score_answers(answers, example.answers) for answers in got)
+            results.append(AnswerChange(example.id, got[0] == record.get("answers"), got[0], got[1], before.hits1,
+                                        after.hits1, before.f1, after.f1))
+    return results
+
+
+def answers_table(results: Sequence[AnswerChange], *, changes: dict) -> str:
+    n = len(results) or 1
+    moved = [r for r in results if r.before != r.after]
+    rows = [
+        ("questions replayed", f"{len(results)}"),
+        ("answers as recorded (replayed without the changes)", f"{sum(r.as_recorded for r in results)}"),
+        ("answers moved by the changes", f"{len(moved)}"),
+        ("Hits@1 without / with", f"{sum(r.hits1_before for r in results) / n:.3f} / {sum(r.hits1_after for r in results) / n:.3f}"),
+        ("F1 without / with", f"{sum(r.f1_before for r in results) / n:.3f} / {sum(r.f1_after for r in results) / n:.3f}"),
+        ("first answer right: gained / lost", f"{sum(r.hits1_after > r.hits1_before for r in moved)} / "
+                                              f"{sum(r.hits1_after < r.hits1_before for r in moved)}"),
+    ]
+    said = ", ".join(f"{k}={v}" for k, v in changes.items()) or "none"
+    return f"WalkConfig changes: {said}\n\n| | |\n|---|---|\n" + "".join(f"| {k} | {v} |\n" for k, v in rows)
+
+
 def table(results: Sequence[Replayed], *, changes: dict) -> str:
     n = len(results) or 1
     moved = [r for r in results if not r.same_choices]
@@ -175,11 +243,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-hop", type=int, default=100, help="as the records' bench.accuracy run")
     parser.add_argument("--train", type=int, help="as the records' run (the store holds the compile rows' graphs)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--types", type=lambda text: [t for t in text.split(",") if t], default=[],
+                        help="CWQ-mini: as the records' run, questions of these compositionality types only")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a WalkConfig change")
-    parser.add_argument("--out", type=Path, help="directory for replay.jsonl and table.md")
+    parser.add_argument("--base", action="append", default=[], metavar="NAME=VALUE",
+                        help="a WalkConfig change made to both sides, before --set's (the records' walk, where it differs)")
+    parser.add_argument("--answers", action="store_true",
+                        help="replay whole answers (extraction's recorded choice included) without and with the changes")
+    parser.add_argument("--out", type=Path, help="directory for replay.jsonl (answers.jsonl) and table.md")
     args = parser.parse_args(argv)
     try:
-        changes = walk_changes(args.set)
+        changes, base = walk_changes(args.set), walk_changes(args.base)
     except ValueError as exc:
         parser.error(str(exc))
     if not args.records.is_file():
@@ -188,11 +262,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.dataset == "metaqa":
         bench = metaqa_bench(args.per_hop, train, args.seed, METAQA)
     else:
-        bench = cwq_bench(args.per_hop, train, args.seed, CWQ_MINI, split=args.split)
+        bench = cwq_bench(args.per_hop, train, args.seed, CWQ_MINI, split=args.split, types=args.types)
     program = load_program(args.program, bench.kg)
-    program.config = dataclasses.replace(program.config, **changes)
+    program.config = dataclasses.replace(program.config, **base)
     records = read_records(args.records, repair=False)
     examples = [ex for sample in bench.test.values() for ex in sample]
+    if args.answers:
+        changed = replay_answers(program, examples, records, changes)
+        text = answers_table(changed, changes=changes)
+        print(text, end="")
+        if args.out:
+            args.out.mkdir(parents=True, exist_ok=True)
+            (args.out / "table.md").write_text(text)
+            with (args.out / "answers.jsonl").open("w", encoding="utf-8") as f:
+                f.writelines(json.dumps(r.as_dict()) + "\n" for r in changed)
+        return 0
+    program.config = dataclasses.replace(program.config, **changes)
     results = replay(program, examples, records)
     text = table(results, changes=changes)
     print(text, end="")

@@ -65,3 +65,17 @@ def test_only_records_that_ended_without_error_and_kept_their_plan_are_replayed(
     assert replayable(record)
     assert not replayable(None) and not replayable({**record, "error": "the LM did not answer"})
     assert not replayable({**record, "trace": {**record["trace"], "raw_plan": {}}})  # an older record: no plan kept
+
+
+def test_whole_answers_replay_as_recorded_and_a_change_after_extraction_moves_them(records, embedded_demo_kg, demo_train):
+    from bench.replay import answers_table, replay_answers
+
+    same = replay_answers(KGQA(embedded_demo_kg), demo_train, records, {})
+    assert len(same) == len(demo_train) and all(r.as_recorded and r.before == r.after for r in same)
+    assert [r.hits1_before for r in same] == [records[r.id]["scores"]["hits1"] for r in same]
+    one = replay_answers(KGQA(embedded_demo_kg), demo_train, records, {"max_answers": 1})
+    several = [r for r in one if len(r.before) > 1]
+    assert several and all(len(r.after) == 1 and r.after[0] == r.before[0] for r in several)
+    assert all(r.hits1_after == r.hits1_before for r in one) and any(r.f1_after != r.f1_before for r in several)
+    text = answers_table(one, changes={"max_answers": 1})
+    assert f"| answers moved by the changes | {len(several)} |" in text and "| first answer right: gained / lost | 0 / 0 |" in text
