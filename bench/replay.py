@@ -193,8 +193,7 @@ def answers_table(results: Sequence[AnswerChange], *, changes: dict) -> str:
         ("first answer right: gained / lost", f"{sum(r.hits1_after > r.hits1_before for r in moved)} / "
                                               f"{sum(r.hits1_after < r.hits1_before for r in moved)}"),
     ]
-    said = ", ".join(f"{k}={v}" for k, v in changes.items()) or "none"
-    return f"WalkConfig changes: {said}\n\n| | |\n|---|---|\n" + "".join(f"| {k} | {v} |\n" for k, v in rows)
+    return _markdown(rows, changes)
 
 
 def table(results: Sequence[Replayed], *, changes: dict) -> str:
@@ -211,6 +210,10 @@ def table(results: Sequence[Replayed], *, changes: dict) -> str:
         ("choices moved: gold gained / lost", f"{sum(r.gold_shown and not r.gold_shown_before for r in moved)} / "
                                               f"{sum(r.gold_shown_before and not r.gold_shown for r in moved)}"),
     ]
+    return _markdown(rows, changes)
+
+
+def _markdown(rows: Sequence[tuple[str, str]], changes: dict) -> str:
     said = ", ".join(f"{k}={v}" for k, v in changes.items()) or "none"
     return f"WalkConfig changes: {said}\n\n| | |\n|---|---|\n" + "".join(f"| {k} | {v} |\n" for k, v in rows)
 
@@ -268,23 +271,17 @@ def main(argv: list[str] | None = None) -> int:
     records = read_records(args.records, repair=False)
     examples = [ex for sample in bench.test.values() for ex in sample]
     if args.answers:
-        changed = replay_answers(program, examples, records, changes)
-        text = answers_table(changed, changes=changes)
-        print(text, end="")
-        if args.out:
-            args.out.mkdir(parents=True, exist_ok=True)
-            (args.out / "table.md").write_text(text)
-            with (args.out / "answers.jsonl").open("w", encoding="utf-8") as f:
-                f.writelines(json.dumps(r.as_dict()) + "\n" for r in changed)
-        return 0
-    program.config = dataclasses.replace(program.config, **changes)
-    results = replay(program, examples, records)
-    text = table(results, changes=changes)
+        results, name = replay_answers(program, examples, records, changes), "answers.jsonl"
+        text = answers_table(results, changes=changes)
+    else:
+        program.config = dataclasses.replace(program.config, **changes)
+        results, name = replay(program, examples, records), "replay.jsonl"
+        text = table(results, changes=changes)
     print(text, end="")
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "table.md").write_text(text)
-        with (args.out / "replay.jsonl").open("w", encoding="utf-8") as f:
+        with (args.out / name).open("w", encoding="utf-8") as f:
             f.writelines(json.dumps(r.as_dict()) + "\n" for r in results)
     return 0
 
