@@ -706,18 +706,20 @@ class KGQA(KGProgram):
         fanout = state.kg.follow([Step(e, edge.relation, edge.direction) for e in ids for edge in around.get(e, ())],
                                  relations=True)
         found: dict[str, list[tuple[str, str]]] = {label: [] for label in ids.values()}
-        cvts: dict[str, str] = {}  # nameless node -> the answer it is read for
+        cvts: dict[str, list[str]] = defaultdict(list)  # nameless node -> the answers it is read for
         for step, nodes in fanout.items.items():
             for node in nodes:
                 if node.literal or node.name:
                     found[ids[step.entity]].append((step.relation, render.node_label(node)))
                 elif step.entity not in via or Edge(step.relation, step.direction) != via[step.entity][1] \
                         or node.id == via[step.entity][0]:
-                    cvts[node.id] = step.entity
+                    cvts[node.id].append(step.entity)
         inner = state.kg.follow([Step(cvt, edge.relation, edge.direction) for cvt in cvts
                                  for edge in fanout.around.get(cvt, ()) if edge.direction is Direction.OUT])
         for step, nodes in inner.items.items():
-            found[ids[cvts[step.entity]]] += [(step.relation, render.node_label(n)) for n in nodes if n.literal or n.name]
+            read = [(step.relation, render.node_label(n)) for n in nodes if n.literal or n.name]
+            for answer in dict.fromkeys(cvts[step.entity]):
+                found[ids[answer]] += read
         return found
 
     def _settled_answer(self, state: WalkState, shown: list[Candidate]) -> str | None:
