@@ -690,8 +690,7 @@ class KGQA(KGProgram):
         if decided is None:
             return state.trace.record("value_check", "skipped", "no value of the answers is like the comparison's words")
         kept, relation = decided
-        by_label = {render.node_label(t.end): t for t in trails}
-        state.final = [by_label[label] for label in kept]
+        state.final = [first[label] for label in kept]
         state.trace.record("value_check", "ran", f"{comparison.cue} by {relation}: {len(kept)} of {len(trails)} answers")
 
     def _answer_values(self, state: WalkState, trails: list[Trail]) -> dict[str, list[tuple[str, str]]]:
