@@ -53,6 +53,7 @@ _EXACT_NUMBER = re.compile(r"(?<![\w.#,-])(?:-\d+(?:\.\d+)?|\d+\.\d+|\d{5,})(?![
 _FILLER = re.compile(r"^(?:the\s+)?(?:(?:month|year|date|day)\s+of\s+)?(?:the\s+)?", re.I)
 _GENERIC = frozenset(("date", "numbe", "time", "year", "value", "type"))
 _BARE = frozenset(("to", "from", "since", "until"))
+_SUFFIXES = ("ing", "ed", "es", "s")
 _STOP = frozenset("a an the of in on at to by for with and or is was were has have had that which who what whose "
                   "did does do be been its their his her it this than as".split())
 
@@ -129,23 +130,26 @@ def decide(
 ) -> tuple[list[str], str] | None:
     """The answers (keys of `values`, each with its (relation id, value text) pairs) the
     comparison keeps, best first, and the relation it compared them by; None when no relation
-    with comparable values for at least two answers (one, for a bound) is like the comparison's
-    words. A bound keeps every answer whose value meets it; an extreme keeps the answers at it."""
+    with comparable values is like the comparison's words (it shares a word with them, or is the
+    end of a term they name: "started" a term's `from`; an identifier only where they name one).
+    A bound keeps every answer whose value meets it; an extreme compares at least two answers'
+    values and keeps the answers at it."""
     texts: dict[str, dict[str, list[str]]] = {}  # relation -> answer -> its value texts
     for answer, pairs in values.items():
         for relation, text in pairs:
             texts.setdefault(relation, {}).setdefault(answer, []).append(text)
-    by_relation = {relation: got for relation, got in ((r, _comparable(t, comparison)) for r, t in texts.items()) if got}
+    words = comparison.words or comparison.cue
+    by_relation = {relation: got for relation, got in ((r, _comparable(t, comparison)) for r, t in texts.items())
+                   if got and (_names_an_id(words) or not _is_id(relation))}
     needed = 1 if comparison.bound is not None else 2
     relations = [r for r, got in by_relation.items() if len(got) >= needed]
     if not relations:
         return None
-    words = comparison.words or comparison.cue
     phrases = [_phrase(relation) for relation in relations]
     scores = [similarity + _shared(words, relation) + _edge_hint(words, relation)
               for relation, similarity in zip(relations, similar(words, phrases))]
     relation, score = max(zip(relations, scores), key=lambda pair: pair[1])
-    if score < min_similarity or not _shared(words, relation):
+    if score < min_similarity or not (_shared(words, relation) or _edge_hint(words, relation) > 0):
         return None
     got = by_relation[relation]
     if comparison.bound is not None:
@@ -203,8 +207,25 @@ def _day(date: tuple) -> tuple:
 
 
 def _stems(text: str) -> set[str]:
-    """Content words cut to five letters; words every value relation may hold ("date", "number") left out."""
-    return {w.lower()[:5] for w in re.findall(r"[A-Za-z]+", text) if w.lower() not in _STOP and len(w) > 1} - _GENERIC
+    """Content words, an inflection cut off and cut to five letters ("opened" and "open", "founding"
+    and "founded"); words every value relation may hold ("date", "number") left out."""
+    return {_stem(w.lower()) for w in re.findall(r"[A-Za-z]+", text) if w.lower() not in _STOP and len(w) > 1} - _GENERIC
+
+
+def _stem(word: str) -> str:
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)][:5]
+    return word[:5]
+
+
+def _is_id(relation: str) -> bool:
+    """A relation to an identifier ('film.film.netflix_id', 'education.school.nces_school_id')."""
+    return relation.lower().split(".")[-1].split("_")[-1] == "id"
+
+
+def _names_an_id(words: str) -> bool:
+    return bool({w.lower() for w in re.findall(r"[A-Za-z]+", words)} & {"id", "ids"})
 
 
 def _phrase(relation: str) -> str:

@@ -109,3 +109,41 @@ def test_a_number_bound_compares_numbers_not_dates(similar):
     assert relation == "education.university.number_of_undergraduates"
     fewest = Comparison("min", "colleges attended undergraduates", cue="fewest")
     assert decide(fewest, values, similar)[0] == ["American University"]
+
+
+def test_words_match_a_relation_whatever_their_inflection(similar):
+    values = {"Harrah's Laughlin": [("architecture.structure.opened", "1988-08-29")],
+              "Edgewater Hotel and Casino": [("architecture.structure.opened", "1982")]}
+    latest = read_comparison("What is the latest structure to open in Laughlin, Nevada?", names=["Laughlin, Nevada"])
+    assert decide(latest, values, similar) == (["Harrah's Laughlin"], "architecture.structure.opened")
+
+
+def test_a_start_or_an_end_named_picks_that_end_of_a_term(similar):
+    values = {"Burton's Gentleman's Magazine": [("book.editorial_tenure.from", "1839"), ("book.editorial_tenure.to", "1840-06")],
+              "Graham's Magazine": [("book.editorial_tenure.from", "1841-02"), ("book.editorial_tenure.to", "1842-04")],
+              "Broadway Journal": [("book.editorial_tenure.from", "1845-01-04"), ("book.editorial_tenure.to", "1846")]}
+    started = read_comparison("What magazine did Edgar Allen Poe work for that started publishing most recently?",
+                              names=["Edgar Allan Poe"])
+    # no word of the relation's own is in the question, but "started" names the start of the term
+    assert decide(started, values, similar) == (["Broadway Journal"], "book.editorial_tenure.from")
+    assert decide(Comparison("max", "Poe work publishing", cue="most recently"), values, similar) is None
+
+
+def test_an_extreme_compares_two_values_at_least(similar):
+    values = {"University of Wisconsin-Madison": [("organization.organization.date_founded", "1848")],
+              "North Carolina State University": []}
+    earliest = read_comparison("What is the earliest founded college that Russell Wilson attended?", names=["Russell Wilson"])
+    assert decide(earliest, values, similar) is None  # one date is no comparison: the answers stay as extracted
+    values["North Carolina State University"] = [("organization.organization.date_founded", "1887")]
+    assert decide(earliest, values, similar) == (["University of Wisconsin-Madison"], "organization.organization.date_founded")
+
+
+def test_an_identifier_is_compared_only_where_the_question_names_one(similar):
+    values = {"The New School": [("education.school.nces_school_id", "360000000001")],
+              "DeWitt Clinton High School": [("education.school.nces_school_id", "360008701940")]}
+    largest = read_comparison("Which of the schools attended by James Baldwin has the largest number of post graduate students?",
+                              names=["James Baldwin"])
+    assert decide(largest, values, similar) is None  # "schools" is no reason to compare school ids
+    films = {"Abandon": [("film.film.netflix_id", "60023647")], "Nicholas Nickleby": [("film.film.netflix_id", "60025060")]}
+    smallest = read_comparison("What movie has Charlie Hunnam been in, and the netflix_id is smallest?", names=["Charlie Hunnam"])
+    assert decide(smallest, films, similar) == (["Abandon"], "film.film.netflix_id")

@@ -8,8 +8,12 @@ the check did not give back the record's answers (there the replay is no proof).
 is copied to OUT with `"reused": true`, and `bench.accuracy` with the same arguments and `--out OUT`
 asks the rest.
 
+With `--earlier EARLIER/answers.jsonl` (the same replay under the code the records ran), a change to
+the check itself: a question is asked again when its answers with the check moved from the earlier
+code's.
+
     .venv/bin/python bench/results/value-check-cwq/reask.py --records RECORDS.jsonl \
-        --answers REPLAY/answers.jsonl --program PROGRAM_DIR --out OUT_DIR
+        --answers REPLAY/answers.jsonl [--earlier EARLIER/answers.jsonl] --program PROGRAM_DIR --out OUT_DIR
 """
 
 from __future__ import annotations
@@ -29,14 +33,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=Path, required=True)
     parser.add_argument("--answers", type=Path, required=True, help="bench.replay --answers's answers.jsonl")
+    parser.add_argument("--earlier", type=Path, help="the same replay under the code the records ran")
     parser.add_argument("--program", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
-    replayed = {row["id"]: row for row in map(json.loads, args.answers.read_text().splitlines())}
+    replayed = _rows(args.answers)
+    earlier = _rows(args.earlier) if args.earlier else None
     records = [json.loads(line) for line in args.records.read_text().splitlines() if line.strip()]
     again = set()
     for record in records:
         row = replayed.get(record["id"])
+        if earlier is not None:
+            if row is not None and row["after"] != earlier[record["id"]]["after"]:
+                again.add(record["id"])
+            continue
         moved = row is not None and row["before"] != row["after"]
         unproven = (row is None or not row["as_recorded"]) and read_comparison(record["question"]) is not None
         if moved or unproven:
@@ -49,6 +59,10 @@ def main() -> int:
     (args.out / args.records.name).write_text("".join(json.dumps(r) + "\n" for r in kept))
     print(f"{len(kept)} records kept, {len(again)} to ask again")
     return 0
+
+
+def _rows(path: Path) -> dict[str, dict]:
+    return {row["id"]: row for row in map(json.loads, path.read_text().splitlines())}
 
 
 if __name__ == "__main__":
