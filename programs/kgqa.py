@@ -696,12 +696,16 @@ class KGQA(KGProgram):
     def _answer_values(self, state: WalkState, trails: list[Trail]) -> dict[str, list[tuple[str, str]]]:
         """Each answer's values, (relation, value text): its own, and those of the nameless (CVT)
         nodes around it (a term's dates, a measured number), but of the nodes its own trail came
-        through only that one (not every other editor's tenure of the same magazine). Three queries:
-        the answers' relations, their neighbours (with the relations around each), the nameless ones' values."""
+        through only that one (not every other editor's tenure of the same magazine). Three queries at
+        most: the answers' relations (those the walk has not fetched), their neighbours (with the
+        relations around each), the nameless ones' values."""
         ids = {t.end.id: render.node_label(t.end) for t in trails}
         via = {t.end.id: (t.hops[-2].node.id, t.hops[-1].edge.reversed) for t in trails
                if len(t.hops) > 1 and not (t.hops[-2].node.literal or t.hops[-2].node.name)}
-        around = state.kg.relations(list(ids)).items
+        missing = [e for e in ids if e not in state.relations]
+        if missing:  # the walk's own relations of the entities it went on from; the ends' are fetched here
+            state.relations.update(state.kg.relations(missing).items)
+        around = state.relations
         fanout = state.kg.follow([Step(e, edge.relation, edge.direction) for e in ids for edge in around.get(e, ())],
                                  relations=True)
         found: dict[str, list[tuple[str, str]]] = {label: [] for label in ids.values()}
