@@ -673,8 +673,11 @@ class KGQA(KGProgram):
         """The answers a value decides: where the question compares a value ("the latest founding
         date", "fewer than 15,208 undergraduates"), the extracted answers and the other ends of
         their chains are compared by the value relation most like the question's words, and the
-        ones the comparison holds for answer, best first. No LLM call: the small model does not
-        compare the values it is shown (`programs.values`)."""
+        ones the comparison holds for answer, best first. Where the answers have no date or number
+        at all and are values themselves (the ISO codes extraction chose for "which Caribbean country
+        has the smallest ISO number"), the entities their trails passed to reach them are compared
+        and answer instead. No LLM call: the small model does not compare the values it is shown
+        (`programs.values`)."""
         if not state.config.value_check:
             return state.trace.record("value_check", "skipped", "switched off")
         comparison = values.read_comparison(state.question, names=[t.label for t in state.topics])
@@ -684,14 +687,21 @@ class KGQA(KGProgram):
         for trail in state.final:
             first.setdefault(render.node_label(trail.end), trail)
         trails = [t for t in first.values() if not t.end.literal][:_VALUED_ANSWERS]
-        if len(trails) < (1 if comparison.bound is not None else 2):
+        needed = 1 if comparison.bound is not None else 2
+        if len(trails) < needed:
             return state.trace.record("value_check", "skipped", "fewer answers than the comparison needs")
-        decided = values.decide(comparison, self._answer_values(state, trails), self.embedder.similarities)
+        found = self._answer_values(state, trails)
+        decided, of = values.decide(comparison, found, self.embedder.similarities), "answers"
+        valueless = not any(values.is_value(text) for pairs in found.values() for _, text in pairs)
+        owners = _owners(trails) if decided is None and valueless else {}
+        if len(owners) >= needed:  # the answers are values themselves (countries' ISO codes): compare whose they are
+            first, trails, of = owners, list(owners.values()), "entities the answers are values of"
+            decided = values.decide(comparison, self._answer_values(state, trails), self.embedder.similarities)
         if decided is None:
             return state.trace.record("value_check", "skipped", "no value of the answers is like the comparison's words")
         kept, relation = decided
         state.final = [first[label] for label in kept]
-        state.trace.record("value_check", "ran", f"{comparison.cue} by {relation}: {len(kept)} of {len(trails)} answers")
+        state.trace.record("value_check", "ran", f"{comparison.cue} by {relation}: {len(kept)} of {len(trails)} {of}")
 
     def _answer_values(self, state: WalkState, trails: list[Trail]) -> dict[str, list[tuple[str, str]]]:
         """Each answer's values, (relation, value text): its own, and those of the nameless (CVT)
@@ -809,6 +819,18 @@ def hop_kind(target: str) -> str:
 def _on_named_chain(trail: Trail, state: WalkState) -> bool:
     """The trail followed the relation prune's choices to the relation the plan's last hop names."""
     return trail.score >= 1.0 and _chain(trail) in state.named
+
+
+def _owners(trails: list[Trail]) -> dict[str, Trail]:
+    """The named entities the answers are values of, each with its trail cut there: the last named
+    node before each end (the country a trail passed to reach its ISO code). An answer with none
+    (its trail came from the topic entity, or through a nameless node only) has no owner."""
+    owners: dict[str, Trail] = {}
+    for trail in trails:
+        at = next((i for i in range(len(trail.hops) - 2, -1, -1) if trail.hops[i].node.name and not trail.hops[i].node.literal), None)
+        if at is not None:
+            owners.setdefault(render.node_label(trail.hops[at].node), Trail(trail.topic, trail.hops[: at + 1], trail.score))
+    return owners
 
 
 def _chain(trail: Trail) -> tuple[str, ...]:

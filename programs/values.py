@@ -112,6 +112,11 @@ def as_date(text: str) -> tuple | None:
     return tuple(int(part) for part in match.groups() if part is not None)
 
 
+def is_value(text: str) -> bool:
+    """A date or a number, as a graph writes one."""
+    return as_date(text) is not None or as_number(text) is not None
+
+
 def as_number(text: str) -> float | None:
     text = text.strip().replace(",", "")
     try:

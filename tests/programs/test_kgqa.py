@@ -780,6 +780,24 @@ def test_where_the_question_compares_a_value_the_answers_it_holds_for_answer(kg,
     assert plain.answers[0] == "Titanic" and statuses(plain.trace)["value_check"] == ["skipped: the question compares no value"]
 
 
+def test_answers_that_are_values_are_compared_by_the_entities_they_are_values_of(tmp_path):
+    # extraction answers the countries' codes, which carry no number the question compares: the
+    # countries the walk passed to reach them are compared by their ISO numbers, and answer
+    kg = _metaqa_kg(tmp_path, ("Caribbean", "contains", "Barbados"), ("Caribbean", "contains", "Puerto Rico"),
+                    ("Caribbean", "contains", "Cuba"), ("Barbados", "iso_code", "BRB"), ("Puerto Rico", "iso_code", "PRI"),
+                    ("Cuba", "iso_code", "CUB"), ("Barbados", "iso_numeric", "052"), ("Puerto Rico", "iso_numeric", "630"),
+                    ("Cuba", "iso_numeric", "192"))
+    lm = oracle(["contains", "iso_code"])
+    smallest = ask(kg, lm, "Which country in the [Caribbean] has the smallest ISO number?")
+    assert smallest.answers == ["Barbados"]
+    (why,) = [s["why"] for s in smallest.trace.steps if s["step"] == "value_check"]
+    assert why == "smallest by iso_numeric: 1 of 3 entities the answers are values of"
+    above = ask(kg, lm, "Which countries in the [Caribbean] have ISO numbers above 100?")
+    assert sorted(above.answers) == ["Cuba", "Puerto Rico"]
+    off = ask(kg, lm, "Which country in the [Caribbean] has the smallest ISO number?", value_check=False)
+    assert sorted(off.answers) == ["BRB", "CUB", "PRI"]
+
+
 def test_a_value_on_the_nameless_node_a_trail_came_through_is_the_answer_s(kg):
     # Cuarón's two Best Director awards, each a CVT node with its year, honored for Gravity and Roma:
     # each film is compared by the year of his award for it, not by every award it got
