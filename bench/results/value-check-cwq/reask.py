@@ -44,7 +44,7 @@ def main() -> int:
     for record in records:
         row = replayed.get(record["id"])
         if earlier is not None:
-            if row is not None and row["after"] != earlier[record["id"]]["after"]:
+            if row is not None and row["after"] != earlier.get(record["id"], {}).get("after"):
                 again.add(record["id"])
             continue
         moved = row is not None and row["before"] != row["after"]
