@@ -197,14 +197,15 @@ def _comparable(texts: Mapping[str, list[str]], comparison: Comparison) -> dict[
 
 
 def _meets(value, op: str, bound) -> bool:
-    """Whether a value meets a bound, the bound itself included: a date stands for its first day
-    (1841 is 1841-01-01), so a term from 1841-02 is "after the month of February, 1841", as the
-    CWQ questions that write one count it."""
-    if isinstance(bound, tuple):
-        value, bound = _day(value), _day(bound)
+    """Whether a value meets a bound. A number must pass it ("ISO numbers above 052": not 052). A
+    date meets it on the day itself: a date stands for its first day (1841 is 1841-01-01), so a term
+    from 1841-02 is "after the month of February, 1841", as the CWQ questions that write one count it."""
     if op == "=":
         return abs(value - bound) <= 1e-9 * max(1.0, abs(bound))
-    return value >= bound if op == ">" else value <= bound
+    if isinstance(bound, tuple):
+        value, bound = _day(value), _day(bound)
+        return value >= bound if op == ">" else value <= bound
+    return value > bound if op == ">" else value < bound
 
 
 def _day(date: tuple) -> tuple:

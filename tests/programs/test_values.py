@@ -147,3 +147,12 @@ def test_an_identifier_is_compared_only_where_the_question_names_one(similar):
     films = {"Abandon": [("film.film.netflix_id", "60023647")], "Nicholas Nickleby": [("film.film.netflix_id", "60025060")]}
     smallest = read_comparison("What movie has Charlie Hunnam been in, and the netflix_id is smallest?", names=["Charlie Hunnam"])
     assert decide(smallest, films, similar) == (["Abandon"], "film.film.netflix_id")
+
+
+def test_a_number_must_pass_a_bound_a_date_may_meet_it(similar):
+    values = {"Barbados": [("location.country.iso_numeric", "052")], "Puerto Rico": [("location.country.iso_numeric", "630")]}
+    above = read_comparison("Which countries in the Caribbean have ISO numbers above 052?", names=["Caribbean"])
+    assert decide(above, values, similar) == (["Puerto Rico"], "location.country.iso_numeric")
+    terms = {"Graham's Magazine": [("book.editorial_tenure.from", "1841-02")], "Burton's": [("book.editorial_tenure.from", "1839")]}
+    after = read_comparison("Which magazines had Poe tenured as an editor after the month of February, 1841?", names=["Poe"])
+    assert decide(after, terms, similar) == (["Graham's Magazine"], "book.editorial_tenure.from")
