@@ -144,25 +144,28 @@ def decide(
         for relation, text in pairs:
             texts.setdefault(relation, {}).setdefault(answer, []).append(text)
     words = comparison.words or comparison.cue
+    said = _stems(words)
     by_relation = {relation: got for relation, got in ((r, _comparable(t, comparison)) for r, t in texts.items())
-                   if got and (_names_an_id(words) or not _is_id(relation))}
+                   if got and (said & {"id", "ids"} or not _is_id(relation))}
     needed = 1 if comparison.bound is not None else 2
     relations = [r for r, got in by_relation.items() if len(got) >= needed]
     if not relations:
         return None
-    phrases = [_phrase(relation) for relation in relations]
-    scores = [similarity + _shared(words, relation) + _edge_hint(words, relation)
-              for relation, similarity in zip(relations, similar(words, phrases))]
-    relation, score = max(zip(relations, scores), key=lambda pair: pair[1])
-    if score < min_similarity or not (_shared(words, relation) or _edge_hint(words, relation) > 0):
+    shared = [_shared(said, relation) for relation in relations]
+    hints = [_edge_hint(said, relation) for relation in relations]
+    scores = [similarity + share + hint
+              for similarity, share, hint in zip(similar(words, [_phrase(r) for r in relations]), shared, hints)]
+    best = max(range(len(relations)), key=scores.__getitem__)
+    if scores[best] < min_similarity or not (shared[best] or hints[best] > 0):
         return None
+    relation = relations[best]
     got = by_relation[relation]
     if comparison.bound is not None:
         kept = [a for a in values if a in got and any(_meets(v, comparison.op, comparison.bound) for v in got[a])]
     else:
         pick = max if comparison.op == "max" else min
-        best = pick(pick(vs) for vs in got.values())
-        kept = [a for a in values if a in got and best in got[a]]
+        extreme = pick(pick(vs) for vs in got.values())
+        kept = [a for a in values if a in got and extreme in got[a]]
     return (kept, relation) if kept else None
 
 
@@ -230,10 +233,6 @@ def _is_id(relation: str) -> bool:
     return relation.lower().split(".")[-1].split("_")[-1] == "id"
 
 
-def _names_an_id(words: str) -> bool:
-    return bool({w.lower() for w in re.findall(r"[A-Za-z]+", words)} & {"id", "ids"})
-
-
 def _phrase(relation: str) -> str:
     """A relation id's last two parts as words: 'location.country.calling_code' -> 'country calling code'."""
     return " ".join(relation.split(".")[-2:]).replace("_", " ")
@@ -247,15 +246,15 @@ def _own_words(relation: str) -> str:
     return own if _stems(own) - _BARE else _phrase(relation)
 
 
-def _shared(words: str, relation: str) -> float:
-    """A bonus for each word stem the comparison's words and the relation's own words share
-    ("founding" and "date founded"; "calling code")."""
-    return 0.25 * len(_stems(words) & _stems(_own_words(relation)))
+def _shared(said: set[str], relation: str) -> float:
+    """A bonus for each word stem the comparison's words (`said`, their stems) and the relation's
+    own words share ("founding" and "date founded"; "calling code")."""
+    return 0.25 * len(said & _stems(_own_words(relation)))
 
 
-def _edge_hint(words: str, relation: str) -> float:
-    """Which end of a term the words mean: "ended" its `to`, "started" its `from`."""
-    said, last = _stems(words), relation.lower().split(".")[-1:]
+def _edge_hint(said: set[str], relation: str) -> float:
+    """Which end of a term the words (`said`, their stems) mean: "ended" its `to`, "started" its `from`."""
+    last = relation.lower().split(".")[-1:]
     ends = bool(said & {"ended", "end", "endin", "until", "left", "stopp"})
     starts = bool(said & {"start", "began", "begin", "begun", "from"})
     if last in (["to"], ["end_date"], ["until"]):
