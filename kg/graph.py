@@ -95,6 +95,8 @@ class KGStats:
 
 
 NAME_LOOKUPS = ("auto", "index", "search")  # how the linker finds names: see KnowledgeGraph.name_index
+INVERSE_LOOKUPS = ("auto", "schema", "mirrored", "none")  # how inverse relations are found: see KnowledgeGraph.inverse_relations
+MIN_MIRRORED_FACTS = 3  # facts a pair of relations must state both ways round to be taken for inverses
 MAX_VECTOR_NAMES = 300_000  # distinct names given sentence vectors (384 floats each: about 460 MB at most)
 
 
@@ -121,9 +123,12 @@ class KnowledgeGraph:
         scan_labels: bool = True,
         names: str = "auto",
         max_index_names: int = 5_000_000,
+        inverses: str = "auto",
     ) -> None:
         if names not in NAME_LOOKUPS:
             raise ValueError(f"names must be one of {', '.join(NAME_LOOKUPS)}, got {names!r}")
+        if inverses not in INVERSE_LOOKUPS:
+            raise ValueError(f"inverses must be one of {', '.join(INVERSE_LOOKUPS)}, got {inverses!r}")
         self.backend = backend
         self.names_lookup = names
         self.max_index_names = max_index_names
@@ -136,6 +141,8 @@ class KnowledgeGraph:
         self.scan_labels = scan_labels
         self.stats = KGStats()
         self._name_index: dict[str, NameIndex | LabelVectors | TextSearchIndex] = {}  # built once, shared by every scoped view
+        self.inverses_lookup = self.profile.inverses if inverses == "auto" else inverses
+        self._inverses: dict[str, dict[str, str]] = {}  # found once, shared by every scoped view
 
     def __repr__(self) -> str:
         return f"KnowledgeGraph({self.backend.describe()}, profile={self.profile.name!r})"
@@ -344,6 +351,37 @@ class KnowledgeGraph:
                 self._name_index["vectors"] = LabelVectors.build(index, encode, directory=getattr(self.backend, "path", None), stamp=self._stamp())
             return self._name_index["vectors"]
 
+    def inverse_relations(self) -> dict[str, str]:
+        """Each relation that has an inverse in this graph mapped to one name for the pair (the first
+        of the two in sorted order): film.performance.film and film.film.starring both to
+        film.film.starring. Found once per client, by the profile's `inverses` (or the `inverses`
+        given): "schema" asks the schema's reverse-property links (one cheap query, even on a full
+        Freebase); "mirrored" asks which relations state the same facts both ways round (a scan of
+        the graph: for stores and small endpoints) and pairs each relation with the one it mirrors
+        most, where that one mirrors it most too, in at least `MIN_MIRRORED_FACTS` facts (a director
+        who also produced makes directed_by mirror produced_by now and then, never most); "none":
+        no relation has an inverse."""
+        with _INDEX_LOCK:
+            if "pairs" not in self._inverses:
+                self._inverses["pairs"] = self._find_inverses()
+            return self._inverses["pairs"]
+
+    def _find_inverses(self) -> dict[str, str]:
+        profile, pairs = self.profile, []
+        if self.inverses_lookup == "schema" and profile.reverse_property:
+            rows = self._select(queries.reverse_properties(predicate=profile.reverse_property, limit=self.max_rows))
+            pairs = [(p, q) for p, q in ((profile.relation_id(r["p"].value), profile.relation_id(r["q"].value)) for r in rows) if p and q]
+        elif self.inverses_lookup == "mirrored":
+            rows = self._select(queries.mirrored_relations(skip_prefixes=profile.skip_iri_prefixes(),
+                                                           skip_substrings=profile.skip_relation_substrings, limit=self.max_rows))
+            counts = {(p, q): int(r["n"].value) for r in rows
+                      for p, q in [(profile.relation_id(r["p"].value), profile.relation_id(r["q"].value))] if p and q}
+            pairs = _mutual_mirrors(counts, MIN_MIRRORED_FACTS)
+        one_name: dict[str, str] = {}
+        for p, q in pairs:
+            one_name[p] = one_name[q] = min(p, q)
+        return one_name
+
     def _plain_name_index(self) -> NameIndex | TextSearchIndex:
         with _INDEX_LOCK:
             if "index" not in self._name_index:
@@ -483,6 +521,16 @@ class KnowledgeGraph:
             if entity is not None:
                 matches[normalize_label(row["label"].value)].add(entity)
         return matches
+
+
+def _mutual_mirrors(counts: Mapping[tuple[str, str], int], least: int) -> list[tuple[str, str]]:
+    """The relation pairs (p, q) where q is the relation p mirrors most and p the one q mirrors most
+    (ties to the first name), in at least `least` facts."""
+    best: dict[str, tuple[int, str]] = {}
+    for (p, q), n in sorted(counts.items()):
+        if n > best.get(p, (0, ""))[0]:
+            best[p] = (n, q)
+    return [(p, q) for p, (n, q) in best.items() if p < q and n >= least and best.get(q, (0, ""))[1] == p]
 
 
 def _name_rank(row: Row, predicates: tuple[str, ...]) -> tuple:

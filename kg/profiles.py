@@ -94,6 +94,13 @@ class KGProfile:
     # An entity's id is its name (MetaQA mints ids from names, and labels them with the same
     # string): what a walk reaches is named from its id, with no label lookup in the query.
     names_are_ids: bool = False
+    # Where a graph says which relations are inverses of one another (the same facts stored either
+    # way round): "schema" (`reverse_property` links them, Freebase's type.property.reverse_property),
+    # "mirrored" (the pairs that state many of the same facts both ways, read from the data: RoG
+    # graphs keep film.film.starring in one question's graph and film.performance.film in the
+    # next), or "none".
+    inverses: str = "none"
+    reverse_property: str = ""
     known_relations: tuple[str, ...] = field(default=())
     # Conversions are pure and hot (every id of every frontier, every IRI of every result), so
     # each profile remembers the last ones it made. Refusals (InvalidTermError) are not remembered.
@@ -155,6 +162,8 @@ FREEBASE = KGProfile(
     skip_relation_substrings=("sameAs",),
     step_through_unnamed=True,
     drops_pre_relations=True,
+    inverses="schema",
+    reverse_property=FREEBASE_NS + "type.property.reverse_property",
 )
 
 METAQA_RELATIONS = (
@@ -191,6 +200,7 @@ ROG = KGProfile(
     skip_relation_substrings=FREEBASE.skip_relation_substrings,
     step_through_unnamed=True,
     drops_pre_relations=True,
+    inverses="mirrored",
 )
 
 GENERIC = KGProfile(

@@ -180,3 +180,18 @@ def link_scan(normalized_labels: Sequence[str], *, predicates: Sequence[str]) ->
     wanted = ", ".join(sparql_string(label) for label in normalized_labels)
     union = " UNION ".join(f"{{ ?e {sparql_iri(p)} ?label . }}" for p in predicates)
     return f"SELECT DISTINCT ?label ?e WHERE {{ {union} FILTER(isLiteral(?label) && LCASE(STR(?label)) IN ({wanted})) }}"
+
+
+def mirrored_relations(*, skip_prefixes: Sequence[str], skip_substrings: Sequence[str], limit: int) -> str:
+    """Pairs of relations that state facts both ways round (`?s ?p ?o` and `?o ?q ?s`), with how
+    many: where a graph keeps a relation and its inverse (film.film.directed_by, film.director.film)."""
+    filters = _relation_filter("p", skip_prefixes, skip_substrings) + " " + _relation_filter("q", skip_prefixes, skip_substrings)
+    return (
+        f"SELECT ?p ?q (COUNT(*) AS ?n) WHERE {{ ?s ?p ?o . FILTER(isIRI(?o)) ?o ?q ?s . FILTER(?p != ?q) {filters} }} "
+        f"GROUP BY ?p ?q LIMIT {int(limit)}"
+    )
+
+
+def reverse_properties(*, predicate: str, limit: int) -> str:
+    """The pairs a schema declares inverse (Freebase's `type.property.reverse_property`)."""
+    return f"SELECT ?p ?q WHERE {{ ?p {sparql_iri(predicate)} ?q . FILTER(isIRI(?q)) }} LIMIT {int(limit)}"

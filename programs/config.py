@@ -44,6 +44,10 @@ class WalkConfig:
         best of the others in the places left. One candidate where they meet in fewer hops than at
         any other answers without a call.
     answers_chosen: candidate answers extraction may choose; each brings the other ends of its chain.
+    inverse_chains: where an extracted answer brings the other ends of its chain, a relation and its
+        inverse (`KnowledgeGraph.inverse_relations`: film.film.starring and film.performance.film, the
+        same facts stored either way round, as RoG graphs do from one question to the next) count as
+        one. Off: relations as the graph names them.
     answer_paths: reasoning paths returned with the answers (best first).
     max_answers: answers returned at most.
     max_candidates: candidate lists longer than this are first cut by embedding similarity (PoG: 70).
@@ -95,6 +99,7 @@ class WalkConfig:
     choices_per_chain: int = 3
     agreed_answers: bool = True
     answers_chosen: int = 3
+    inverse_chains: bool = True
     answer_paths: int = 5
     max_answers: int = 50
     max_candidates: int = 70
@@ -119,7 +124,7 @@ class WalkConfig:
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
-            if name in SWITCHES or name in {"topic_choice", "agreed_answers"}:
+            if name in SWITCHES or name in {"topic_choice", "agreed_answers", "inverse_chains"}:
                 if not isinstance(value, bool):
                     raise ValueError(f"{name} must be true or false, got {value!r}")
             elif name in {"snap_cutoff", "clear_similarity", "clear_margin", "prior_weight"}:

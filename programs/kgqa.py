@@ -640,7 +640,8 @@ class KGQA(KGProgram):
         shown with its path (and the kept facts and notes), at least one (a question has an answer,
         and "none of these" would only hand the answer to the ranking: 7 of 100 CWQ-mini test
         questions did that, 6 of them with the gold answer shown); each chosen answer brings the
-        other ends of its relation chain that as many topic entities reach. True if the model chose."""
+        other ends of its relation chain that as many topic entities reach, a relation and its
+        inverse counted as one (`_same_chain`). True if the model chose."""
         shown = self._answer_choices(state, candidates)
         state.trace.candidates = [c.label for c in shown]
         chosen, extracted = [shown[0]], False
@@ -661,9 +662,10 @@ class KGQA(KGProgram):
                 state.trace.record("extraction", "fell_back", f"{'no answer chosen' if kept == [] else 'no usable choice'}: the first ranked")
         rank = {c.label: i for i, c in enumerate(candidates)}
         topics = {c.label: c.topics for c in candidates}
+        inverse = state.kg.inverse_relations() if state.config.inverse_chains else {}
         final = [c.trail for c in chosen]
         for c in chosen:
-            same = [t for t in state.reached if _chain(t) == _chain(c.trail) and render.node_label(t.end) in rank
+            same = [t for t in state.reached if _same_chain(t, c.trail, inverse) and render.node_label(t.end) in rank
                     and topics[render.node_label(t.end)] >= c.topics]
             final += sorted(same, key=lambda t: rank[render.node_label(t.end)])
         state.final = final
@@ -836,6 +838,23 @@ def _owners(trails: list[Trail]) -> dict[str, Trail]:
 def _chain(trail: Trail) -> tuple[str, ...]:
     """The relations a trail followed, from its topic entity, directions left out."""
     return (trail.topic.id, *(hop.relation for hop in trail.hops))
+
+
+def _same_chain(trail: Trail, chosen: Trail, inverse: dict[str, str]) -> bool:
+    """`trail` follows the relation chain `chosen` did from the same topic entity, hop by hop by the
+    same relation or its inverse (`inverse`: `KnowledgeGraph.inverse_relations`), whichever way
+    (retrieved graphs point edges the way a retriever walked: `_chain`). So an actor's films reached
+    through film.performance.film and through film.film.starring are one chain. A pair of one type
+    (location.location.contains and containedby, people.person.parents and children) relates things
+    of one kind, up or down: which way it goes cannot be read here, so it is not merged."""
+    if trail.topic.id != chosen.topic.id or len(trail.hops) != len(chosen.hops):
+        return False
+    return all(a.relation == b.relation or _inverse_kinds(a.relation, b.relation, inverse) for a, b in zip(trail.hops, chosen.hops))
+
+
+def _inverse_kinds(a: str, b: str, inverse: dict[str, str]) -> bool:
+    """`a` and `b` are inverses that relate things of two kinds (their Freebase types differ)."""
+    return a in inverse and inverse[a] == inverse.get(b) and a.rsplit(".", 1)[0] != b.rsplit(".", 1)[0]
 
 
 def _relations(trail: Trail) -> tuple[str, ...]:

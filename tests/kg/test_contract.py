@@ -158,3 +158,19 @@ def test_a_split_batch_of_several_relations_keeps_its_shape(demo_store):
         assert Step(usa, "film.film.country", IN) in result.truncated
         assert len(result[Step(usa, "film.film.country", IN)]) == 3
         assert len(result[Step(france, "people.person.nationality", IN)]) == 2
+
+
+def test_inverse_relations_are_read_from_facts_stated_both_ways_round(demo_kg):
+    # the demo states film.film.directed_by and film.director.film both ways round for every film
+    # (27 facts); film.film.written_by mirrors film.director.film too where a writer directed (22),
+    # but director.film mirrors directed_by most, so only the true pair is taken
+    kg = KnowledgeGraph(demo_kg.backend, profile="freebase", inverses="mirrored")
+    before = kg.stats.queries
+    inverse = kg.inverse_relations()
+    assert kg.stats.queries - before == 1
+    assert inverse["film.film.directed_by"] == inverse["film.director.film"] == "film.director.film"
+    assert "film.film.written_by" not in inverse
+    assert kg.scoped().inverse_relations() is inverse and kg.stats.queries - before == 1  # found once per client
+    # the Freebase profile asks the schema's reverse_property links, which the demo does not hold
+    assert KnowledgeGraph(demo_kg.backend, profile="freebase").inverse_relations() == {}
+    assert KnowledgeGraph(demo_kg.backend, profile="freebase", inverses="none").inverse_relations() == {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pyoxigraph as ox
+import pytest
 
 from kgqa.kg import Direction, Edge, EmbeddedStore, KnowledgeGraph
 from kgqa.kg.embedded import RELATION_INDEX
@@ -59,3 +60,27 @@ def test_any_number_of_processes_may_read_a_store_at_once(tmp_path):
     for reader in readers:
         assert KnowledgeGraph(reader, profile="metaqa").relations(["A"])["A"] == (Edge("r", Direction.OUT),)
         assert reader.relation_index is not None
+
+
+def _ntriples(*triples: tuple[str, str, str]) -> EmbeddedStore:
+    store = EmbeddedStore()
+    ns = "http://rdf.freebase.com/ns/"
+    store.add_triples(ox.Triple(ox.NamedNode(ns + s), ox.NamedNode(ns + p), ox.NamedNode(ns + o)) for s, p, o in triples)
+    return store
+
+
+def test_a_schema_s_reverse_property_links_name_inverse_pairs():
+    store = _ntriples(("film.film.directed_by", "type.property.reverse_property", "film.director.film"),
+                      ("m.01", "film.film.directed_by", "m.02"))
+    kg = KnowledgeGraph(store, profile="freebase")
+    assert kg.inverse_relations() == {"film.film.directed_by": "film.director.film", "film.director.film": "film.director.film"}
+
+
+def test_mirrored_pairs_need_enough_facts_and_each_other_most():
+    from kgqa.kg.graph import MIN_MIRRORED_FACTS, _mutual_mirrors
+
+    counts = {("a.b.p", "a.c.q"): 5, ("a.c.q", "a.b.p"): 5, ("a.c.q", "a.d.r"): 2, ("a.d.r", "a.c.q"): 2,
+              ("a.e.s", "a.f.t"): MIN_MIRRORED_FACTS - 1, ("a.f.t", "a.e.s"): MIN_MIRRORED_FACTS - 1}
+    assert _mutual_mirrors(counts, MIN_MIRRORED_FACTS) == [("a.b.p", "a.c.q")]
+    with pytest.raises(ValueError, match="inverses must be one of"):
+        KnowledgeGraph(EmbeddedStore(), inverses="guess")

@@ -808,3 +808,49 @@ def test_a_value_on_the_nameless_node_a_trail_came_through_is_the_answer_s(kg):
     assert pred.answers == ["Gravity"]
     (why,) = [s["why"] for s in pred.trace.steps if s["step"] == "value_check"]
     assert why == "earliest by award.award_honor.year: 1 of 2 answers"
+
+
+def test_an_answer_brings_the_ends_of_its_chain_stored_by_the_inverse_relations(tmp_path):
+    # RoG graphs keep an actor's films by film.actor.film -> film.performance.film in one question's
+    # graph and by film.performance.actor -> film.film.starring (the same facts the other way round)
+    # in the next; Kristen's films, stated both ways, tell the store which relations are inverses
+    from kgqa.data.rog import question_graph
+
+    graph = [("Taylor", "film.actor.film", "m.01"), ("m.01", "film.performance.film", "Abduction"),
+             ("Taylor", "film.actor.film", "m.02"), ("m.02", "film.performance.film", "Eclipse"),
+             ("Valentine's Day", "film.film.starring", "m.03"), ("m.03", "film.performance.actor", "Taylor")]
+    for n, film in enumerate(["Twilight", "Zathura", "Panic Room"]):
+        cvt = f"m.1{n}"
+        graph += [("Kristen", "film.actor.film", cvt), (cvt, "film.performance.actor", "Kristen"),
+                  (cvt, "film.performance.film", film), (film, "film.film.starring", cvt)]
+    kg = question_graph(dspy.Example(graph=graph))
+    assert kg.inverse_relations()["film.performance.film"] == kg.inverse_relations()["film.film.starring"]
+    lm = oracle(["film.actor.film -> film.performance.film"], hops=1, extracted_answers=lambda i: {"extracted_answers": ["Abduction"]})
+    pred = ask(kg, lm, "Which films did Taylor act in?", ["Taylor"])
+    assert pred.answers[0] == "Abduction" and sorted(pred.answers) == ["Abduction", "Eclipse", "Valentine's Day"]
+    off = ask(kg, lm, "Which films did Taylor act in?", ["Taylor"], inverse_chains=False)
+    assert sorted(off.answers) == ["Abduction", "Eclipse"]
+
+
+def test_inverse_relations_of_two_kinds_are_one_chain_and_of_one_kind_are_not():
+    from kgqa.kg import Direction, Node
+    from kgqa.programs.kgqa import _same_chain
+    from kgqa.programs.trails import Hop, Trail
+
+    out, back = Direction.OUT, Direction.IN
+    inverse = {"film.film.starring": "film.film.starring", "film.performance.film": "film.film.starring",
+               "location.location.containedby": "location.location.containedby", "location.location.contains": "location.location.containedby"}
+    actor, france = Node("Taylor", name="Taylor"), Node("France", name="France")
+
+    def trail(topic, *hops):
+        return Trail(topic, tuple(Hop(r, d, Node(n, name=n)) for r, d, n in hops))
+
+    chosen = trail(actor, ("film.actor.film", out, "m.1"), ("film.performance.film", out, "Abduction"))
+    assert _same_chain(trail(actor, ("film.actor.film", out, "m.2"), ("film.film.starring", back, "Eclipse")), chosen, inverse)
+    assert _same_chain(trail(actor, ("film.actor.film", out, "m.2"), ("film.film.starring", out, "Eclipse")), chosen, inverse)
+    assert not _same_chain(trail(actor, ("film.actor.film", out, "m.2"), ("film.film.starring", back, "Eclipse")), chosen, {})
+    assert not _same_chain(trail(actor, ("film.actor.film", out, "m.2")), chosen, inverse)
+    # a pair of one kind is never merged: what contains France is not what France contains
+    europe = trail(france, ("location.location.containedby", out, "Europe"))
+    assert not _same_chain(trail(france, ("location.location.contains", out, "Paris")), europe, inverse)
+    assert not _same_chain(trail(france, ("location.location.contains", back, "Europe")), europe, inverse)
