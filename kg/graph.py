@@ -142,6 +142,8 @@ class KnowledgeGraph:
         self.stats = KGStats()
         self._name_index: dict[str, NameIndex | LabelVectors | TextSearchIndex] = {}  # built once, shared by every scoped view
         self.inverses_lookup = self.profile.inverses if inverses == "auto" else inverses
+        if self.inverses_lookup == "schema" and not self.profile.reverse_property:
+            raise ValueError(f"inverses='schema' needs a profile that names its reverse-property predicate; {self.profile.name!r} does not")
         self._inverses: dict[str, dict[str, str]] = {}  # found once, shared by every scoped view
 
     def __repr__(self) -> str:
@@ -368,7 +370,7 @@ class KnowledgeGraph:
 
     def _find_inverses(self) -> dict[str, str]:
         profile, pairs = self.profile, []
-        if self.inverses_lookup == "schema" and profile.reverse_property:
+        if self.inverses_lookup == "schema":
             rows = self._select(queries.reverse_properties(predicate=profile.reverse_property, limit=self.max_rows))
             pairs = [(p, q) for p, q in ((profile.relation_id(r["p"].value), profile.relation_id(r["q"].value)) for r in rows) if p and q]
         elif self.inverses_lookup == "mirrored":

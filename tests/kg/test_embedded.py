@@ -84,3 +84,5 @@ def test_mirrored_pairs_need_enough_facts_and_each_other_most():
     assert _mutual_mirrors(counts, MIN_MIRRORED_FACTS) == [("a.b.p", "a.c.q")]
     with pytest.raises(ValueError, match="inverses must be one of"):
         KnowledgeGraph(EmbeddedStore(), inverses="guess")
+    with pytest.raises(ValueError, match="'rog' does not"):
+        KnowledgeGraph(EmbeddedStore(), profile="rog", inverses="schema")
