@@ -370,14 +370,17 @@ class KnowledgeGraph:
 
     def _find_inverses(self) -> dict[str, str]:
         profile, pairs = self.profile, []
+
+        def relations(row: Row) -> tuple[str | None, str | None]:
+            return profile.relation_id(row["p"].value), profile.relation_id(row["q"].value)
+
         if self.inverses_lookup == "schema":
             rows = self._select(queries.reverse_properties(predicate=profile.reverse_property, limit=self.max_rows))
-            pairs = [(p, q) for p, q in ((profile.relation_id(r["p"].value), profile.relation_id(r["q"].value)) for r in rows) if p and q]
+            pairs = [(p, q) for p, q in map(relations, rows) if p and q]
         elif self.inverses_lookup == "mirrored":
             rows = self._select(queries.mirrored_relations(skip_prefixes=profile.skip_iri_prefixes(),
                                                            skip_substrings=profile.skip_relation_substrings, limit=self.max_rows))
-            counts = {(p, q): int(r["n"].value) for r in rows
-                      for p, q in [(profile.relation_id(r["p"].value), profile.relation_id(r["q"].value))] if p and q}
+            counts = {(p, q): int(r["n"].value) for r in rows for p, q in [relations(r)] if p and q}
             pairs = _mutual_mirrors(counts, MIN_MIRRORED_FACTS)
         one_name: dict[str, str] = {}
         for p, q in pairs:
