@@ -96,7 +96,8 @@ def _compile(args: argparse.Namespace) -> int:
     summaries = compile_to_dir(
         kg=kg, trainset=trainset, devset=devset, optimizer=args.optimizer, out=args.out, settings=settings,
         walk=_walk_config(args),
-        budget=Budget(demos=args.demos, step_demos=args.step_demos, ranking_questions=args.ranking_questions,
+        budget=Budget(demos=args.demos, step_demos=args.step_demos, sufficiency_demos=args.sufficiency_demos,
+                      ranking_questions=args.ranking_questions,
                       candidates=args.candidates, trials=args.trials, seed=args.seed, threads=args.threads),
         teacher=teacher, reflection=reflection, tracking_uri=args.tracking_uri, experiment=args.experiment,
         threads=args.threads, progress=not args.quiet, register=args.register,
@@ -275,8 +276,11 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--demos", type=int, default=Budget.demos, help="bootstrapped demos per predictor")
     comp.add_argument("--step-demos", type=int, default=Budget.step_demos, metavar="N",
                       help="where the trainset has gold paths, a pool of up to N of the gold-path teacher's decisions per intermediate "
-                           "step (relation and entity prune, fact filter, memory update, sufficiency); default 0: measured on CWQ-mini "
+                           "step (relation and entity prune, fact filter, memory update); default 0: measured on CWQ-mini "
                            "dev, it changed no answer for the better")
+    comp.add_argument("--sufficiency-demos", type=int, default=Budget.sufficiency_demos, metavar="N",
+                      help="where the trainset has gold paths, answer sufficiency's demo pool: up to N demos in pairs of one question, "
+                           "its best paths reaching a gold answer (sufficient) and the same paths cut back a hop (short); 0: none")
     comp.add_argument("--ranking-questions", type=int, default=Budget.ranking_questions, metavar="N",
                       help="where the trainset has gold paths, fit a learned candidate ranking on the gold-path teacher's walks of N "
                            "training questions (ranking.json); default 0: measured on CWQ-mini dev, it answered one fewer right")

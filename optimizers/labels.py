@@ -271,6 +271,32 @@ def answer_demos(program, examples: Sequence[dspy.Example], *, teacher: dspy.LM,
     return demos
 
 
+def sufficiency_demos(program, examples: Sequence[dspy.Example], *, teacher: dspy.LM, limit: int) -> list[dspy.Example]:
+    """Gold answers as demos of answer sufficiency, in pairs of one question: for each example (up to
+    `limit` demos) whose gold answer ends one of the best paths the program shows when the gold-path
+    `teacher` walks it (`KGQA.sufficiency_inputs`), those best paths labeled sufficient, and the
+    paths to its gold answers cut back to the named entity before the answer labeled one hop short
+    (where no cut path ends at a gold answer). The teacher's own walks reach the gold answers, so
+    the verdicts bootstrapping records are all "sufficient" (14 of 14 on 300 CWQ-mini questions:
+    bench/results/step-pools-cwq-dev/): a model shown only those says "sufficient" every time."""
+    demos = []
+    with dspy.context(lm=teacher):
+        for ex in examples:
+            if len(demos) + 2 > limit:
+                break
+            shown = program.sufficiency_inputs(ex.question, list(ex.topic_entities) or None)
+            if not shown:
+                continue
+            gold = [i for i, end in enumerate(shown["ends"]) if any(same_answer(end, answer) for answer in ex.answers)]
+            short = list(dict.fromkeys(shown["cut_paths"][i] for i in gold if shown["cut_paths"][i]))
+            if not short or _gold_among(short, ex.answers):
+                continue
+            for paths, verdict in ((shown["best_paths"], True), (short, False)):
+                demos.append(dspy.Example(question=ex.question, topic=shown["topic"], memory_notes=[], best_paths=paths,
+                                          evidence_sufficient=verdict).with_inputs("question", "memory_notes", "best_paths"))
+    return demos
+
+
 def ranking_walks(program, examples: Sequence[dspy.Example], *, teacher: dspy.LM) -> list[tuple[list[dict], list[bool]]]:
     """What the learned ranking is fitted on: for each example the gold-path `teacher` walks to any
     candidate, the features of the candidates the program ranks (`KGQA.ranking_inputs`, in the
@@ -285,8 +311,8 @@ def ranking_walks(program, examples: Sequence[dspy.Example], *, teacher: dspy.LM
 
 
 # The intermediate steps whose demos are the teacher's own decisions on the training questions
-# (the plan, extraction and the topic choice have pools of their own).
-STEP_POOLS = ("prune_relations", "prune_entities", "filter_facts", "update_memory", "check_sufficiency")
+# (the plan, sufficiency, extraction and the topic choice have pools of their own).
+STEP_POOLS = ("prune_relations", "prune_entities", "filter_facts", "update_memory")
 
 
 def step_demos(program, examples: Sequence[dspy.Example], *, teacher: dspy.LM, limit: int) -> dict[str, list[dspy.Example]]:
@@ -294,7 +320,7 @@ def step_demos(program, examples: Sequence[dspy.Example], *, teacher: dspy.LM, l
     first `limit` examples walked by `program` under the teacher (a step that never runs does not
     keep compiling going), every call of those steps kept with its inputs and the teacher's labeled
     output (the gold relation, the facts about a gold answer, the notes on which named entity
-    reaches one, whether the best paths hold one), up to `limit` per step, each with the example's
+    reaches one), up to `limit` per step, each with the example's
     topic names for matching by question shape. A call whose label is empty (no gold relation
     offered, no fact about a gold answer, no entity reached one) makes no demo: a pool of those
     would teach choosing nothing."""
@@ -316,13 +342,9 @@ def step_demos(program, examples: Sequence[dspy.Example], *, teacher: dspy.LM, l
 
 
 def _informative(labels: dict) -> bool:
-    """A labeled output worth showing: a verdict, or a choice or notes that found something."""
-    for value in labels.values():
-        if isinstance(value, bool):
-            return True
-        if isinstance(value, list) and value and not all(str(v).endswith(_NO_ANSWER_YET) for v in value):
-            return True
-    return False
+    """A labeled output worth showing: a choice or notes that found something."""
+    return any(isinstance(value, list) and value and not all(str(v).endswith(_NO_ANSWER_YET) for v in value)
+               for value in labels.values())
 
 
 def topic_demos(program, examples: Sequence[dspy.Example], *, limit: int) -> list[dspy.Example]:

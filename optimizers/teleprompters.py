@@ -30,6 +30,7 @@ from kgqa.optimizers.labels import (
     plan_demos,
     ranking_walks,
     step_demos,
+    sufficiency_demos,
     topic_demos,
     walked_chains,
 )
@@ -51,8 +52,10 @@ class Budget:
     # samples; 150 matched by the whole question, 79 and 71)
     labeled: int = 0  # raw labeled demos per predictor
     step_demos: int = 0  # the gold-path teacher's decisions as each intermediate step's demo pool (relation and
-    # entity prune, fact filter, memory update, sufficiency), where the trainset has gold paths. Off: with 500, CWQ-mini
+    # entity prune, fact filter, memory update), where the trainset has gold paths. Off: with 500, CWQ-mini
     # dev Hits@1 went 0.400 -> 0.360 (two answers worse, none better) at +230 input tokens a question
+    sufficiency_demos: int = 200  # answer sufficiency's demo pool, pairs of one question (its best paths reaching a gold
+    # answer: sufficient; cut back a hop: short), where the trainset has gold paths
     topic_demos: int = 100  # gold topic choices as the topic choice's demo pool (questions asked without ids)
     ranking_questions: int = 0  # training questions whose teacher walks fit the learned candidate ranking, where the
     # trainset has gold paths. Off: with 300, a gold answer was the first choice shown on 40 of 100 CWQ-mini dev
@@ -200,6 +203,10 @@ def compile_program(
         # Likewise path answer extraction, labeled by the gold answers: a pool of gold choices among
         # the candidates the gold-path teacher's walk shows, each question shown the nearest in shape.
         compiled.extract_answers.demos = answer_demos(compiled, trainset, teacher=teacher, limit=budget.plan_demos)
+    if labeled and budget.sufficiency_demos and hasattr(compiled, "check_sufficiency"):
+        # Answer sufficiency, labeled by the gold answers: pairs of a question's best paths reaching one
+        # and the same paths cut back a hop short, each question shown the nearest in shape.
+        compiled.check_sufficiency.demos = sufficiency_demos(compiled, trainset, teacher=teacher, limit=budget.sufficiency_demos)
     if labeled and budget.step_demos:
         # and, on request, every intermediate step, labeled by the teacher's gold-path decisions: a pool each
         for name, pool in step_demos(compiled, trainset, teacher=teacher, limit=budget.step_demos).items():

@@ -185,6 +185,20 @@ class KGQA(KGProgram):
                 "memory_notes": list(state.memory), "candidates": [c.label for c in candidates],
                 "topic": ", ".join(dict.fromkeys(t.label for t in state.topics))}  # as `_demo_shape` splits it
 
+    def sufficiency_inputs(self, question: str, topic_entities: Sequence[str] | None = None) -> dict | None:
+        """What answer sufficiency would be shown for `question` under the current LM once the walk
+        has retrieved all it will (`best_paths`), each best path's end (`ends`) and the same path cut
+        back to the last named entity before its end (`cut_paths`; None where that is the topic
+        entity); None when the walk reaches nothing. What compiling labels with the gold answers:
+        a path that ends at one reaches the answer, the same path cut back stops a hop short."""
+        state = self._new_state(question)
+        best = self._retrieve(state, topic_entities)[: state.config.sufficiency_shown]
+        if not best:
+            return None
+        return {"best_paths": [c.path for c in best], "ends": [c.label for c in best],
+                "cut_paths": [_cut_back(c.trail) for c in best],
+                "topic": ", ".join(dict.fromkeys(t.label for t in state.topics))}  # as `_demo_shape` splits it
+
     def ranked_choices(self, question: str, topic_entities: Sequence[str] | None = None) -> tuple[list[str], list[str]]:
         """Every candidate answer the walk reaches for `question` under the current LM, best first,
         and the ones path answer extraction would be shown (labels): what `bench.replay` compares."""
@@ -833,6 +847,14 @@ def _owners(trails: list[Trail]) -> dict[str, Trail]:
         if at is not None:
             owners.setdefault(render.node_label(trail.hops[at].node), Trail(trail.topic, trail.hops[: at + 1], trail.score))
     return owners
+
+
+def _cut_back(trail: Trail) -> str | None:
+    """The trail cut back to the last named entity it passed before its end, as the model reads it
+    ('Bribri -> spoken in -> Costa Rica' of '... -> Costa Rica -> currency used -> Costa Rican colon');
+    None when it passed none but its topic entity."""
+    named = [i for i, hop in enumerate(trail.hops[:-1]) if hop.node.literal or hop.node.name]
+    return render.plain_path(Trail(trail.topic, trail.hops[: named[-1] + 1])) if named else None
 
 
 def _chain(trail: Trail) -> tuple[str, ...]:

@@ -7,7 +7,7 @@ import dspy
 from kgqa.kg.profiles import ROG
 from kgqa.lm.adapter import ConstrainedJSONAdapter
 from kgqa.lm.scripted import scripted_lm
-from kgqa.optimizers.labels import STEP_POOLS, hops_from, labeled_teacher, step_demos, walked_chains
+from kgqa.optimizers.labels import STEP_POOLS, hops_from, labeled_teacher, step_demos, sufficiency_demos, walked_chains
 from kgqa.programs import KGQA
 
 
@@ -25,11 +25,6 @@ def test_the_teachers_decisions_become_pools_of_the_intermediate_steps(embedded_
         assert {part.removesuffix(" (reverse)") for r in demo["relations_to_follow"] for part in r.split(" -> ")} <= gold
         assert demo["topic"] and demo["topic"].split(", ")[0].lower() in demo["question"].lower()
         assert set(demo.inputs().keys()) == {"question", "plan", "hop", "entity", "candidate_relations"}
-    verdicts = pools["check_sufficiency"]
-    assert verdicts and all(isinstance(d["evidence_sufficient"], bool) for d in verdicts)
-    for demo in verdicts:  # sufficient exactly when a gold answer ends one of the best paths
-        ends = {p.rsplit(" -> ", 1)[-1] for p in demo["best_paths"]}
-        assert demo["evidence_sufficient"] == bool(ends & set(by_question[demo["question"]].answers))
 
 
 def test_compiling_walks_at_most_limit_questions_and_keeps_at_most_limit_demos_a_step(embedded_demo_kg, demo_train):
@@ -49,6 +44,23 @@ def test_an_empty_label_makes_no_demo(embedded_demo_kg, demo_train):
     with dspy.context(adapter=ConstrainedJSONAdapter()):
         pools = step_demos(KGQA(embedded_demo_kg), demo_train, teacher=empty, limit=50)
     assert empty.scripted.count("relations_to_follow") >= 3 and pools["prune_relations"] == []
+
+
+def test_sufficiency_demos_pair_best_paths_reaching_a_gold_answer_with_the_same_paths_a_hop_short(embedded_demo_kg, demo_train):
+    teacher = labeled_teacher(demo_train, kg=embedded_demo_kg)
+    with dspy.context(adapter=ConstrainedJSONAdapter()):
+        pool = sufficiency_demos(KGQA(embedded_demo_kg), demo_train, teacher=teacher, limit=11)
+    assert 4 <= len(pool) <= 10 and len(pool) % 2 == 0  # pairs, within the limit
+    answers = {ex.question: set(ex.answers) for ex in demo_train}
+    for reached, short in zip(pool[::2], pool[1::2]):
+        assert reached["question"] == short["question"] and reached["topic"] == short["topic"]
+        assert reached["evidence_sufficient"] is True and short["evidence_sufficient"] is False
+        gold = answers[reached["question"]]
+        assert {p.rsplit(" -> ", 1)[-1] for p in reached["best_paths"]} & gold
+        for path in short["best_paths"]:  # a path to a gold answer, cut back to the named entity before it
+            assert path.rsplit(" -> ", 1)[-1] not in gold and " -> " in path
+            assert any(p.startswith(path + " -> ") and p.rsplit(" -> ", 1)[-1] in gold for p in reached["best_paths"])
+        assert set(short.inputs().keys()) == {"question", "memory_notes", "best_paths"} and short["memory_notes"] == []
 
 
 def _rog_row(graph, ground_paths, *, answers=("Kathryn Bigelow",), topics=("The Hurt Locker",)):

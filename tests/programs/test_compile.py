@@ -118,13 +118,27 @@ def test_step_demos_give_the_intermediate_steps_pools_of_the_teachers_decisions_
     with dspy.context(lm=student, adapter=ConstrainedJSONAdapter()):
         plain = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=1, plan_demos=1))
         pooled = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=1, plan_demos=1, step_demos=100))
-    assert len(plain.prune_relations.demos) <= 1 and plain.check_sufficiency.demos == []  # off by default
-    relations, verdicts = pooled.prune_relations.demos, pooled.check_sufficiency.demos
+    assert len(plain.prune_relations.demos) <= 1 and plain.update_memory.demos == []  # off by default
+    relations = pooled.prune_relations.demos
     assert len({d["question"] for d in relations}) >= 3 and all(d["relations_to_follow"] and d["topic"] for d in relations)
-    assert verdicts and all(isinstance(d["evidence_sufficient"], bool) for d in verdicts)
     save_program(pooled, tmp_path, settings={"kg": "demo"})
     loaded = load_program(tmp_path, kg)
     assert [dict(d) for d in loaded.prune_relations.demos] == [dict(d) for d in relations]
+
+
+def test_sufficiency_is_compiled_with_both_verdicts_by_the_gold_depth_and_they_are_saved(kg, train, tmp_path):
+    from kgqa.programs.saving import load_program, save_program
+
+    with dspy.context(lm=gold_oracle([]), adapter=ConstrainedJSONAdapter()):
+        compiled = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=1, plan_demos=1))
+        unpooled = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=1, plan_demos=1, sufficiency_demos=0))
+    verdicts = [d["evidence_sufficient"] for d in compiled.check_sufficiency.demos]
+    assert verdicts.count(True) == verdicts.count(False) >= 2  # pairs: a question's paths reaching, and cut back
+    assert all(d["topic"] and d["best_paths"] for d in compiled.check_sufficiency.demos)
+    assert unpooled.check_sufficiency.demos == []  # the gold-path teacher's own walks never stop short on the demo
+    save_program(compiled, tmp_path, settings={"kg": "demo"})
+    loaded = load_program(tmp_path, kg)
+    assert [dict(d) for d in loaded.check_sufficiency.demos] == [dict(d) for d in compiled.check_sufficiency.demos]
 
 
 def test_the_topic_choice_is_compiled_with_the_gold_topic_entities(kg, train):
