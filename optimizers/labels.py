@@ -276,9 +276,10 @@ def sufficiency_demos(program, examples: Sequence[dspy.Example], *, teacher: dsp
     `limit` demos) whose gold answer ends one of the best paths the program shows when the gold-path
     `teacher` walks it (`KGQA.sufficiency_inputs`), those best paths labeled sufficient, and the
     paths to its gold answers cut back to the named entity before the answer labeled one hop short
-    (where no cut path ends at a gold answer). The teacher's own walks reach the gold answers, so
-    the verdicts bootstrapping records are all "sufficient" (14 of 14 on 300 CWQ-mini questions:
-    bench/results/step-pools-cwq-dev/): a model shown only those says "sufficient" every time."""
+    (where no cut path ends at a gold answer); no notes (the teacher's would name the gold answers).
+    The teacher's own walks reach the gold answers, so the verdicts bootstrapping records are all
+    "sufficient" (14 of 14 on 300 CWQ-mini questions: bench/results/step-pools-cwq-dev/), and
+    uncompiled the model said "sufficient" on 77 of 79 CWQ-mini calls (bench/results/sufficiency-pairs-cwq/)."""
     demos = []
     with dspy.context(lm=teacher):
         for ex in examples:
