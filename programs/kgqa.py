@@ -183,7 +183,7 @@ class KGQA(KGProgram):
             return None
         return {"candidate_paths": [c.path for c in candidates], "known_facts": list(state.facts),
                 "memory_notes": list(state.memory), "candidates": [c.label for c in candidates],
-                "topic": ", ".join(dict.fromkeys(t.label for t in state.topics))}  # as `_demo_shape` splits it
+                "topic": _demo_topic(state)}
 
     def sufficiency_inputs(self, question: str, topic_entities: Sequence[str] | None = None) -> dict | None:
         """What answer sufficiency would be shown for `question` under the current LM once the walk
@@ -196,8 +196,8 @@ class KGQA(KGProgram):
         if not best:
             return None
         return {"best_paths": [c.path for c in best], "ends": [c.label for c in best],
-                "cut_paths": [_cut_back(c.trail) for c in best],
-                "topic": ", ".join(dict.fromkeys(t.label for t in state.topics))}  # as `_demo_shape` splits it
+                "cut_paths": [render.plain_path(cut) if cut else None for cut in (_cut_back(c.trail) for c in best)],
+                "topic": _demo_topic(state)}
 
     def ranked_choices(self, question: str, topic_entities: Sequence[str] | None = None) -> tuple[list[str], list[str]]:
         """Every candidate answer the walk reaches for `question` under the current LM, best first,
@@ -838,23 +838,28 @@ def _on_named_chain(trail: Trail, state: WalkState) -> bool:
 
 
 def _owners(trails: list[Trail]) -> dict[str, Trail]:
-    """The named entities the answers are values of, each with its trail cut there: the last named
-    node before each end (the country a trail passed to reach its ISO code). An answer with none
-    (its trail came from the topic entity, or through a nameless node only) has no owner."""
+    """The named entities the answers are values of, each with its trail cut there (`_cut_back`):
+    the last named node before each end. An answer with none has no owner."""
     owners: dict[str, Trail] = {}
     for trail in trails:
-        at = next((i for i in range(len(trail.hops) - 2, -1, -1) if trail.hops[i].node.name and not trail.hops[i].node.literal), None)
-        if at is not None:
-            owners.setdefault(render.node_label(trail.hops[at].node), Trail(trail.topic, trail.hops[: at + 1], trail.score))
+        cut = _cut_back(trail)
+        if cut is not None:
+            owners.setdefault(render.node_label(cut.end), cut)
     return owners
 
 
-def _cut_back(trail: Trail) -> str | None:
-    """The trail cut back to the last named entity it passed before its end, as the model reads it
-    ('Bribri -> spoken in -> Costa Rica' of '... -> Costa Rica -> currency used -> Costa Rican colon');
-    None when it passed none but its topic entity."""
-    named = [i for i, hop in enumerate(trail.hops[:-1]) if hop.node.literal or hop.node.name]
-    return render.plain_path(Trail(trail.topic, trail.hops[: named[-1] + 1])) if named else None
+def _demo_topic(state: WalkState) -> str:
+    """A question's topic names as a demo keeps them, for matching by shape (`_demo_shape` splits them)."""
+    return ", ".join(dict.fromkeys(t.label for t in state.topics))
+
+
+def _cut_back(trail: Trail) -> Trail | None:
+    """The trail cut back to the last named entity it passed before its end ('Bribri -> spoken in ->
+    Costa Rica' of '... -> Costa Rica -> currency used -> Costa Rican colon'; the country a trail
+    passed to reach its ISO code); None when it passed none but its topic entity (it came from the
+    topic entity, or through nameless nodes only)."""
+    at = next((i for i in range(len(trail.hops) - 2, -1, -1) if trail.hops[i].node.name and not trail.hops[i].node.literal), None)
+    return None if at is None else Trail(trail.topic, trail.hops[: at + 1], trail.score)
 
 
 def _chain(trail: Trail) -> tuple[str, ...]:
