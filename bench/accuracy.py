@@ -372,12 +372,16 @@ def reuse_skipped(out: Path, system: str, sample: str, *, ids: set[str]) -> int:
     done = read_records(target, repair=False) if target.exists() else {}
     copied = [
         {**record, "reused": "bootstrap"} for record in read_records(source, repair=False).values()
-        if record["id"] in ids and record["id"] not in done and not record.get("error")
-        and all(s["status"] == "skipped" for s in record["trace"].get("steps", ()) if s["step"] == step)
+        if record["id"] in ids and record["id"] not in done and not record.get("error") and skipped_throughout(record, step)
     ]
     with target.open("a", encoding="utf-8") as f:
         f.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in copied)
     return len(copied)
+
+
+def skipped_throughout(record: dict, step: str) -> bool:
+    """The record's trace says `step` skipped every time it came up (or never came up)."""
+    return all(s["status"] == "skipped" for s in record["trace"].get("steps", ()) if s["step"] == step)
 
 
 def ablated_step(system: str) -> str:

@@ -14,6 +14,14 @@ import json
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+
+from kgqa.env import stay_offline  # noqa: E402
+
+stay_offline()
+
+from bench.accuracy import skipped_throughout  # noqa: E402
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -21,8 +29,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     records = [json.loads(line) for line in args.records.read_text().splitlines() if line.strip()]
-    kept = [{**r, "reused": True} for r in records
-            if not any(s["step"] == "sufficiency" and s["status"] != "skipped" for s in r["trace"]["steps"])]
+    kept = [{**r, "reused": True} for r in records if skipped_throughout(r, "sufficiency")]
     args.out.write_text("".join(json.dumps(r) + "\n" for r in kept))
     print(f"{len(kept)} records kept, {len(records) - len(kept)} to ask again")
     return 0
