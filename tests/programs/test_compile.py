@@ -135,7 +135,7 @@ def test_sufficiency_is_compiled_with_both_verdicts_by_the_gold_depth_and_they_a
     verdicts = [d["evidence_sufficient"] for d in compiled.check_sufficiency.demos]
     assert verdicts.count(True) == verdicts.count(False) >= 2  # pairs: a question's paths reaching, and cut back
     assert all(d["topic"] and d["best_paths"] for d in compiled.check_sufficiency.demos)
-    assert unpooled.check_sufficiency.demos == []  # the gold-path teacher's own walks never stop short on the demo
+    assert unpooled.check_sufficiency.demos == []  # bootstrapping alone leaves sufficiency without demos here
     save_program(compiled, tmp_path, settings={"kg": "demo"})
     loaded = load_program(tmp_path, kg)
     assert [dict(d) for d in loaded.check_sufficiency.demos] == [dict(d) for d in compiled.check_sufficiency.demos]
