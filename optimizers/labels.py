@@ -250,52 +250,60 @@ def _gold_among(paths: Sequence[str], answers: Sequence[str]) -> list[str]:
     return [end for end in ends if any(same_answer(end, gold) for gold in answers)][:1]
 
 
-def answer_demos(program, examples: Sequence[dspy.Example], *, teacher: dspy.LM, limit: int) -> list[dspy.Example]:
-    """Gold answers as demos of path answer extraction: for each example (up to `limit` demos)
-    whose gold answer is among the candidates the program shows when the gold-path `teacher`
-    walks it, the question, what extraction is shown and the gold candidate chosen. Questions
-    whose gold answer the retrieval misses make no demo."""
-    demos = []
+def gold_demos(
+    program, examples: Sequence[dspy.Example], *, teacher: dspy.LM, answers: int, sufficiency: int
+) -> tuple[list[dspy.Example], list[dspy.Example]]:
+    """Gold answers as demos of path answer extraction (up to `answers`) and of answer sufficiency
+    (up to `sufficiency`, in pairs of one question), from one walk of each example by `program`
+    under the gold-path `teacher` (`KGQA.labeling_inputs`), until both pools are full.
+    - Extraction: where the gold answer is among the candidates extraction is shown (two or more),
+      the question, what it is shown and the gold candidate chosen. Questions whose gold answer the
+      retrieval misses make no demo.
+    - Sufficiency: where a gold answer ends one of the best paths sufficiency is shown, those best
+      paths labeled sufficient, and the paths to its gold answers cut back to the named entity before
+      the answer labeled one hop short (where no cut path ends at a gold answer); no notes (the
+      teacher's would name the gold answers). The teacher's own walks reach the gold answers, so the
+      verdicts bootstrapping records are all "sufficient" (14 of 14 on 300 CWQ-mini questions:
+      bench/results/step-pools-cwq-dev/), and uncompiled the model said "sufficient" on 77 of 79
+      CWQ-mini calls (bench/results/sufficiency-pairs-cwq/).
+    One walk feeds both: walking the trainset once for each pool cost a CWQ-mini compile ~2.5 minutes more."""
+    extraction, pairs = [], []
     with dspy.context(lm=teacher):
         for ex in examples:
-            if len(demos) >= limit:
+            wants_answer, wants_pair = len(extraction) < answers, len(pairs) + 2 <= sufficiency
+            if not (wants_answer or wants_pair):
                 break
-            shown = program.extraction_inputs(ex.question, list(ex.topic_entities) or None)
-            if not shown or len(shown["candidates"]) < 2:
+            shown = program.labeling_inputs(ex.question, list(ex.topic_entities) or None)
+            if shown is None:
                 continue
-            gold = [c for c in shown["candidates"] if any(same_answer(c, answer) for answer in ex.answers)][:1]
-            if gold:
-                demos.append(dspy.Example(question=ex.question, topic=shown["topic"], candidate_paths=shown["candidate_paths"],
-                                          known_facts=shown["known_facts"], memory_notes=shown["memory_notes"],
-                                          extracted_answers=gold).with_inputs("question", "candidate_paths", "known_facts", "memory_notes"))
-    return demos
+            if wants_answer and shown["extraction"]:
+                extraction += _extraction_demo(ex, shown["extraction"])
+            if wants_pair:
+                pairs += _sufficiency_pair(ex, shown["sufficiency"])
+    return extraction, pairs
 
 
-def sufficiency_demos(program, examples: Sequence[dspy.Example], *, teacher: dspy.LM, limit: int) -> list[dspy.Example]:
-    """Gold answers as demos of answer sufficiency, in pairs of one question: for each example (up to
-    `limit` demos) whose gold answer ends one of the best paths the program shows when the gold-path
-    `teacher` walks it (`KGQA.sufficiency_inputs`), those best paths labeled sufficient, and the
-    paths to its gold answers cut back to the named entity before the answer labeled one hop short
-    (where no cut path ends at a gold answer); no notes (the teacher's would name the gold answers).
-    The teacher's own walks reach the gold answers, so the verdicts bootstrapping records are all
-    "sufficient" (14 of 14 on 300 CWQ-mini questions: bench/results/step-pools-cwq-dev/), and
-    uncompiled the model said "sufficient" on 77 of 79 CWQ-mini calls (bench/results/sufficiency-pairs-cwq/)."""
-    demos = []
-    with dspy.context(lm=teacher):
-        for ex in examples:
-            if len(demos) + 2 > limit:
-                break
-            shown = program.sufficiency_inputs(ex.question, list(ex.topic_entities) or None)
-            if not shown:
-                continue
-            gold = [i for i, end in enumerate(shown["ends"]) if any(same_answer(end, answer) for answer in ex.answers)]
-            short = list(dict.fromkeys(shown["cut_paths"][i] for i in gold if shown["cut_paths"][i]))
-            if not short or _gold_among(short, ex.answers):
-                continue
-            for paths, verdict in ((shown["best_paths"], True), (short, False)):
-                demos.append(dspy.Example(question=ex.question, topic=shown["topic"], memory_notes=[], best_paths=paths,
-                                          evidence_sufficient=verdict).with_inputs("question", "memory_notes", "best_paths"))
-    return demos
+def _extraction_demo(ex: dspy.Example, shown: dict) -> list[dspy.Example]:
+    """The gold candidate chosen among what extraction is shown; none where fewer than two
+    candidates are shown or none is a gold answer."""
+    gold = [c for c in shown["candidates"] if any(same_answer(c, answer) for answer in ex.answers)][:1]
+    if len(shown["candidates"]) < 2 or not gold:
+        return []
+    return [dspy.Example(question=ex.question, topic=shown["topic"], candidate_paths=shown["candidate_paths"],
+                         known_facts=shown["known_facts"], memory_notes=shown["memory_notes"],
+                         extracted_answers=gold).with_inputs("question", "candidate_paths", "known_facts", "memory_notes")]
+
+
+def _sufficiency_pair(ex: dspy.Example, shown: dict) -> list[dspy.Example]:
+    """The best paths labeled sufficient and the paths to the gold answers cut back a hop labeled
+    short; none where no best path ends at a gold answer, or a cut path does too."""
+    gold = [i for i, end in enumerate(shown["ends"]) if any(same_answer(end, answer) for answer in ex.answers)]
+    short = list(dict.fromkeys(shown["cut_paths"][i] for i in gold if shown["cut_paths"][i]))
+    if not short or _gold_among(short, ex.answers):
+        return []
+    return [dspy.Example(question=ex.question, topic=shown["topic"], memory_notes=[], best_paths=paths,
+                         evidence_sufficient=verdict).with_inputs("question", "memory_notes", "best_paths")
+            for paths, verdict in ((shown["best_paths"], True), (short, False))]
 
 
 def ranking_walks(program, examples: Sequence[dspy.Example], *, teacher: dspy.LM) -> list[tuple[list[dict], list[bool]]]:

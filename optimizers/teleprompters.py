@@ -24,13 +24,12 @@ import dspy
 from kgqa.evaluate.metrics import feedback, walk_metric
 from kgqa.kg import KGError, KnowledgeGraph
 from kgqa.optimizers.labels import (
-    answer_demos,
+    gold_demos,
     interleave_depths,
     labeled_teacher,
     plan_demos,
     ranking_walks,
     step_demos,
-    sufficiency_demos,
     topic_demos,
     walked_chains,
 )
@@ -199,14 +198,19 @@ def compile_program(
             compiled.choose_topics.demos = topic_demos(compiled, trainset, limit=budget.topic_demos)
         except KGError as exc:
             log.warning("the topic choice stays uncompiled: %s", exc)
-    if labeled and budget.plan_demos and hasattr(compiled, "extract_answers"):
-        # Likewise path answer extraction, labeled by the gold answers: a pool of gold choices among
-        # the candidates the gold-path teacher's walk shows, each question shown the nearest in shape.
-        compiled.extract_answers.demos = answer_demos(compiled, trainset, teacher=teacher, limit=budget.plan_demos)
-    if labeled and budget.sufficiency_demos and hasattr(compiled, "check_sufficiency"):
-        # Answer sufficiency, labeled by the gold answers: pairs of a question's best paths reaching one
-        # and the same paths cut back a hop short, each question shown the nearest in shape.
-        compiled.check_sufficiency.demos = sufficiency_demos(compiled, trainset, teacher=teacher, limit=budget.sufficiency_demos)
+    answers = budget.plan_demos if hasattr(compiled, "extract_answers") else 0
+    pairs = budget.sufficiency_demos if hasattr(compiled, "check_sufficiency") else 0
+    if labeled and (answers or pairs):
+        # Path answer extraction and answer sufficiency, labeled by the gold answers from one walk of
+        # the trainset under the gold-path teacher, each question shown the nearest in shape:
+        # - extraction, a pool of gold choices among the candidates that walk shows;
+        # - sufficiency, pairs of a question's best paths reaching a gold answer and the same paths
+        #   cut back a hop short.
+        extraction, sufficiency = gold_demos(compiled, trainset, teacher=teacher, answers=answers, sufficiency=pairs)
+        if answers:
+            compiled.extract_answers.demos = extraction
+        if pairs:
+            compiled.check_sufficiency.demos = sufficiency
     if labeled and budget.step_demos:
         # and, on request, every intermediate step, labeled by the teacher's gold-path decisions: a pool each
         for name, pool in step_demos(compiled, trainset, teacher=teacher, limit=budget.step_demos).items():

@@ -173,31 +173,31 @@ class KGQA(KGProgram):
                     by_chain[_chain(trail)].append(trail)
             frontier = self._frontier(state, [t for chain in best for t in by_chain[chain]])
 
-    def extraction_inputs(self, question: str, topic_entities: Sequence[str] | None = None) -> dict | None:
-        """What path answer extraction would be shown for `question` under the current LM, and the
-        candidates' labels (`candidates`); None when the walk reaches nothing. What compiling
-        labels with the gold answers."""
+    def labeling_inputs(self, question: str, topic_entities: Sequence[str] | None = None) -> dict | None:
+        """What path answer extraction and answer sufficiency would be shown for `question` under the
+        current LM, from one walk; None when the walk reaches nothing. What compiling labels with the
+        gold answers (`optimizers.labels.gold_demos`):
+        - `extraction`: its inputs and the candidates' labels (`candidates`); None when no candidate
+          is shown;
+        - `sufficiency`: the best paths it is shown once the walk has retrieved all it will
+          (`best_paths`), each one's end (`ends`) and the same path cut back to the last named entity
+          before its end (`cut_paths`; None where that is the topic entity): a path that ends at a
+          gold answer reaches it, the same path cut back stops a hop short."""
         state = self._new_state(question)
-        candidates = self._answer_choices(state, self._retrieve(state, topic_entities))
+        candidates = self._retrieve(state, topic_entities)
         if not candidates:
             return None
-        return {"candidate_paths": [c.path for c in candidates], "known_facts": list(state.facts),
-                "memory_notes": list(state.memory), "candidates": [c.label for c in candidates],
-                "topic": _demo_topic(state)}
-
-    def sufficiency_inputs(self, question: str, topic_entities: Sequence[str] | None = None) -> dict | None:
-        """What answer sufficiency would be shown for `question` under the current LM once the walk
-        has retrieved all it will (`best_paths`), each best path's end (`ends`) and the same path cut
-        back to the last named entity before its end (`cut_paths`; None where that is the topic
-        entity); None when the walk reaches nothing. What compiling labels with the gold answers:
-        a path that ends at one reaches the answer, the same path cut back stops a hop short."""
-        state = self._new_state(question)
-        best = self._retrieve(state, topic_entities)[: state.config.sufficiency_shown]
-        if not best:
-            return None
-        return {"best_paths": [c.path for c in best], "ends": [c.label for c in best],
-                "cut_paths": [render.plain_path(cut) if cut else None for cut in (_cut_back(c.trail) for c in best)],
-                "topic": _demo_topic(state)}
+        best = candidates[: state.config.sufficiency_shown]
+        choices = self._answer_choices(state, candidates)
+        topic = _demo_topic(state)
+        return {
+            "extraction": {"candidate_paths": [c.path for c in choices], "known_facts": list(state.facts),
+                           "memory_notes": list(state.memory), "candidates": [c.label for c in choices],
+                           "topic": topic} if choices else None,
+            "sufficiency": {"best_paths": [c.path for c in best], "ends": [c.label for c in best],
+                            "cut_paths": [render.plain_path(cut) if cut else None for cut in (_cut_back(c.trail) for c in best)],
+                            "topic": topic},
+        }
 
     def ranked_choices(self, question: str, topic_entities: Sequence[str] | None = None) -> tuple[list[str], list[str]]:
         """Every candidate answer the walk reaches for `question` under the current LM, best first,
