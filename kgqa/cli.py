@@ -78,6 +78,7 @@ def _walk_config(args: argparse.Namespace, base: dict | None = None):
 
 
 def _compile(args: argparse.Namespace) -> int:
+    from kgqa.programs.saving import read_settings
     from kgqa.specs import load_data, make_lm, open_kg
     from kgqa.workflow import compile_to_dir
 
@@ -104,7 +105,8 @@ def _compile(args: argparse.Namespace) -> int:
     )
     for name, summary in summaries.items():
         print(summary.table(f"dev, {name} compiling ({args.optimizer})"))
-    print(f"saved {args.out}/program.json and {args.out}/config.json")
+    seconds = read_settings(Path(args.out)).get("compile_seconds")
+    print(f"compiled in {seconds} s; saved {args.out}/program.json and {args.out}/config.json")
     return 0
 
 

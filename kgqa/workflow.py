@@ -4,6 +4,7 @@ Each compile and evaluate is an MLflow run. The command line only parses and pri
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -51,8 +52,8 @@ def compile_to_dir(
     progress: bool = True,
     register: str | None = None,
 ) -> dict[str, Summary]:
-    """Compile on `trainset`, save `out/program.json` and `out/config.json`, and measure on `devset`
-    before and after; all of it logged to one MLflow run, the program as an MLflow model
+    """Compile on `trainset`, save `out/program.json` and `out/config.json` (with the seconds compiling
+    took, `compile_seconds`), and measure on `devset` before and after; all of it logged to one MLflow run, the program as an MLflow model
     (registered as `register` if given). Returns the dev summaries."""
     out = Path(out)
     params = {**settings, "optimizer": optimizer, **{f"walk.{k}": v for k, v in walk.to_dict().items()}}
@@ -63,11 +64,14 @@ def compile_to_dir(
         if devset:
             summaries["before"] = evaluate(uncompiled, devset, out=out / "dev_before.jsonl", threads=threads, progress=progress)
             tracking.log_metrics("dev_before_", summaries["before"].as_dict())
+        start = time.perf_counter()
         with tracking.autolog_compile():
             compiled = compile_program(
                 uncompiled, optimizer, trainset=trainset, valset=devset, budget=budget, teacher=teacher, reflection=reflection
             )
-        save_program(compiled, out, settings={**settings, "optimizer": optimizer, "budget": asdict(budget)})
+        seconds = round(time.perf_counter() - start, 1)
+        tracking.log_metrics("", {"compile_seconds": seconds})
+        save_program(compiled, out, settings={**settings, "optimizer": optimizer, "budget": asdict(budget), "compile_seconds": seconds})
         if devset:
             summaries["after"] = evaluate(compiled, devset, out=out / "dev_after.jsonl", threads=threads, progress=progress)
             tracking.log_metrics("dev_after_", summaries["after"].as_dict())

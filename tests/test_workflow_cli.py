@@ -39,6 +39,7 @@ def test_compile_writes_program_config_and_an_mlflow_run(compiled):
     assert config["kg"] == "demo" and config["profile"] == "freebase" and config["optimizer"] == "bootstrap"
     assert config["lm"] == ORACLE and config["walk"]["depth"] == 3 and "dspy" in config["versions"]
     assert "dev, before compiling" in stdout and "dev, after compiling" in stdout
+    assert config["compile_seconds"] > 0 and f"compiled in {config['compile_seconds']} s" in stdout
     assert not (out / "ranking.json").exists()  # the learned ranking is compiled only on request
 
     import mlflow
@@ -47,7 +48,7 @@ def test_compile_writes_program_config_and_an_mlflow_run(compiled):
     runs = mlflow.search_runs(experiment_names=["kgqa"])
     run = runs[runs["tags.mlflow.runName"] == "compile bootstrap"].iloc[0]
     assert run["params.optimizer"] == "bootstrap" and run["metrics.dev_after_hits1"] == 1.0
-    assert "metrics.dev_before_hits1" in runs
+    assert "metrics.dev_before_hits1" in runs and run["metrics.compile_seconds"] == config["compile_seconds"]
     artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(run["run_id"])}
     assert {"program.json", "config.json"} <= artifacts
 
