@@ -53,8 +53,8 @@ def compile_to_dir(
     register: str | None = None,
 ) -> dict[str, Summary]:
     """Compile on `trainset`, save `out/program.json` and `out/config.json` (with the seconds compiling
-    took, `compile_seconds`), and measure on `devset` before and after; all of it logged to one MLflow run, the program as an MLflow model
-    (registered as `register` if given). Returns the dev summaries."""
+    took, `compile_seconds`), and measure on `devset` before and after; all of it logged to one MLflow
+    run, the program as an MLflow model (registered as `register` if given). Returns the dev summaries."""
     out = Path(out)
     params = {**settings, "optimizer": optimizer, **{f"walk.{k}": v for k, v in walk.to_dict().items()}}
     params.update({f"budget.{k}": v for k, v in asdict(budget).items()})
