@@ -276,7 +276,7 @@ def gold_demos(
             shown = program.labeling_inputs(ex.question, list(ex.topic_entities) or None)
             if shown is None:
                 continue
-            if wants_answer and shown["extraction"]:
+            if wants_answer:
                 extraction += _extraction_demo(ex, shown["extraction"])
             if wants_pair:
                 pairs += _sufficiency_pair(ex, shown["sufficiency"])

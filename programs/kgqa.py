@@ -177,8 +177,7 @@ class KGQA(KGProgram):
         """What path answer extraction and answer sufficiency would be shown for `question` under the
         current LM, from one walk; None when the walk reaches nothing. What compiling labels with the
         gold answers (`optimizers.labels.gold_demos`):
-        - `extraction`: its inputs and the candidates' labels (`candidates`); None when no candidate
-          is shown;
+        - `extraction`: its inputs and the candidates' labels (`candidates`);
         - `sufficiency`: the best paths it is shown once the walk has retrieved all it will
           (`best_paths`), each one's end (`ends`) and the same path cut back to the last named entity
           before its end (`cut_paths`; None where that is the topic entity): a path that ends at a
@@ -193,7 +192,7 @@ class KGQA(KGProgram):
         return {
             "extraction": {"candidate_paths": [c.path for c in choices], "known_facts": list(state.facts),
                            "memory_notes": list(state.memory), "candidates": [c.label for c in choices],
-                           "topic": topic} if choices else None,
+                           "topic": topic},
             "sufficiency": {"best_paths": [c.path for c in best], "ends": [c.label for c in best],
                             "cut_paths": [render.plain_path(cut) if cut else None for cut in (_cut_back(c.trail) for c in best)],
                             "topic": topic},
