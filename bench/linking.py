@@ -54,7 +54,7 @@ from kgqa.kg import EmbeddedStore, KnowledgeGraph, SparqlEndpoint, virtuoso  # n
 from kgqa.kg.names import NameIndex  # noqa: E402
 from kgqa.kg.profiles import ROG  # noqa: E402
 from kgqa.programs.embedder import Embedder  # noqa: E402
-from kgqa.programs.linking import Linker, Linking  # noqa: E402
+from kgqa.programs.linking import Candidate, Linker, Linking  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 BACKENDS = ("embedded", "virtuoso")
@@ -86,9 +86,14 @@ def link_all(
         start = time.perf_counter()
         linking: Linking = linker.link(question, index, graph=graph)
         seconds = time.perf_counter() - start
-        names = [c.name if c.name in gold else c.entity for c in linking.linked]
-        scored.append(Scored(id_, question, gold, names, len(linking.candidates), seconds, linking.to_dict(shown=5)["candidates"]))
+        scored.append(Scored(id_, question, gold, as_named(linking.linked, gold), len(linking.candidates), seconds,
+                             linking.to_dict(shown=5)["candidates"]))
     return scored
+
+
+def as_named(candidates: Sequence[Candidate], gold: Sequence[str]) -> list[str]:
+    """Each candidate as the gold list names it: by name where a gold topic is that name, else by id."""
+    return [c.name if c.name in gold else c.entity for c in candidates]
 
 
 def choose_all(program, rows: Sequence[tuple[str, str, list[str]]]) -> list[Scored]:
@@ -99,8 +104,7 @@ def choose_all(program, rows: Sequence[tuple[str, str, list[str]]]) -> list[Scor
         start = time.perf_counter()
         linking, trace = program.link_question(question)
         seconds = time.perf_counter() - start
-        names = [c.name if c.name in gold else c.entity for c in linking.linked]
-        scored.append(Scored(id_, question, gold, names, len(linking.candidates), seconds,
+        scored.append(Scored(id_, question, gold, as_named(linking.linked, gold), len(linking.candidates), seconds,
                              linking.to_dict(shown=5)["candidates"], trace.llm_calls))
     return scored
 

@@ -2,8 +2,8 @@
 
 For each question of a dev split's held-out third, the compiled linker links it; a linked candidate
 is contested when other candidates were found by words overlapping its own and score at least
-RIVAL_SHARE of their own threshold. `oracle` counts what a perfect choice among each contest would
-give; `lm` asks the local LM (the program's `choose_topics`, compiled with one demo per training
+half their own threshold (`Linker.plausible`). `oracle` counts what a perfect choice among each
+contest would give; `lm` asks the local LM (the program's `choose_topics`, compiled with one demo per training
 contest whose group holds one gold topic) to choose one of each contest, and prints each call.
 
     .venv/bin/python bench/results/linking-contest-dev/contest.py oracle 0,1,2    # ~2 min a split, no LLM
@@ -19,29 +19,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "linking-common-wor
 import dspy  # noqa: E402
 from dev import Remembered  # noqa: E402  (each question's mentions found once)
 
-from bench.linking import SHARED, as_rows, cwq_rows, cwq_split, knowledge_graph  # noqa: E402
+from bench.linking import SHARED, as_named, as_rows, cwq_rows, cwq_split, knowledge_graph  # noqa: E402
 from kgqa.kg.profiles import ROG  # noqa: E402
 from kgqa.programs import KGQA, WalkConfig, linking  # noqa: E402
 from kgqa.programs.embedder import Embedder  # noqa: E402
 from kgqa.programs.linking import _overlap, is_topic  # noqa: E402
 
-RIVAL_SHARE = 0.5  # as `Linker.plausible`: half the rival's own threshold
 DEMOS = 100
 
 
 def contests(linker, found) -> list[list]:
-    """Each linked candidate with its rivals (at most three), where it has any."""
+    """Each linked candidate with its rivals (at most three), where it has any: the plausible
+    candidates (`Linker.plausible`: at least half their own threshold) whose spans overlap it."""
+    plausible = linker.plausible(found, at_most=len(found.candidates))
     groups = []
     for linked in found.linked:
-        rivals = [c for c in found.candidates if c not in found.linked and c.entity != linked.entity
-                  and _overlap(c, linked) and c.score >= linker.threshold_for(c) * RIVAL_SHARE]
+        rivals = [c for c in plausible if c not in found.linked and c.entity != linked.entity and _overlap(c, linked)]
         if rivals:
             groups.append([linked, *rivals[:3]])
     return groups
-
-
-def as_named(candidates, gold) -> set[str]:
-    return {c.name if c.name in gold else c.entity for c in candidates}
 
 
 def main(mode: str, splits: list[int]) -> None:
@@ -69,7 +65,7 @@ def main(mode: str, splits: list[int]) -> None:
             found = linker.link(question, index, graph=kg)
             groups = contests(linker, found)
             contested += bool(groups)
-            exact += as_named(found.linked, named) == named
+            exact += set(as_named(found.linked, named)) == named
             best, linked = list(found.linked), list(found.linked)
             for group in groups:
                 right = next((c for c in group if is_topic(c, gold)), None)
@@ -85,8 +81,8 @@ def main(mode: str, splits: list[int]) -> None:
                         linked[linked.index(group[0])] = group[labels.index(kept[0])]
                     print("CALL", calls, round(time.time() - start), question, "|", [c.name for c in group], "->",
                           kept and kept[0].split(" (")[0], "| gold", sorted(named), flush=True)
-            oracle += as_named(best, named) == named
-            chosen += as_named(linked, named) == named
+            oracle += set(as_named(best, named)) == named
+            chosen += set(as_named(linked, named)) == named
         n = len(held)
         print(f"split {split}: {n} questions, {contested} contested; exact {exact / n:.4f}, with the LM's choice "
               f"{chosen / n:.4f}, with a perfect choice {oracle / n:.4f}; {calls} calls, {time.time() - start:.0f} s", flush=True)
