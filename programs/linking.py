@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kgqa.kg.names import STOPWORDS, TOKEN, LabelVectors, Mention, NameIndex, fold, plain, tokens
+from kgqa.kg.terms import Direction
 
 if TYPE_CHECKING:
     from kgqa.kg.graph import KnowledgeGraph
@@ -37,9 +38,11 @@ HOWS = ("exact", "variant", "partial", "fuzzy", "embedding", "lexicon")
 _WRITTEN_OUT = ("exact", "variant")  # matches of a name as written, not of a prefix, a spelling or a vector
 # What the graph says about a candidate (one query for all of a question's candidates): how many
 # relations it has (a country, a person and a film have many; a tag, a value or a schema node few),
-# and how much of the rest of the question its relations' words cover ("county" beside
-# location.us_county.*: the city, not the band named Houston).
-GRAPH_FEATURES = ("graph_relations", "question_in_relations")
+# how many of them leave it (none for a value that records hold, as RoG graphs keep an ISO code or a
+# year: a condition of the question, "the ISO code CHN", not its topic), and how much of the rest of
+# the question its relations' words cover ("county" beside location.us_county.*: the city, not the
+# band named Houston).
+GRAPH_FEATURES = ("graph_relations", "graph_out_relations", "question_in_relations")
 MENTION_FEATURES = (  # what the mention looks like and what the training questions said of it
     "similarity", "span_words", "name_words", "coverage", "capitalised", "lower_case_question",
     "capitalised_in_cased_question", "question_share", "log_question_share", "link_prior", "entity_prior",
@@ -485,6 +488,7 @@ def _add_graph_features(candidates: list[Candidate], words: Sequence[str], graph
         span = set(range(*candidate.span)) if candidate.span else set()
         rest = [w for i, w in enumerate(words) if i not in span and w not in STOPWORDS and len(w) > 2]
         candidate.features["graph_relations"] = math.log1p(len({e.relation for e in edges}))
+        candidate.features["graph_out_relations"] = math.log1p(len({e.relation for e in edges if e.direction is Direction.OUT}))
         candidate.features["question_in_relations"] = sum(w[:5] in prefixes for w in rest) / len(rest) if rest else 0.0
 
 

@@ -307,6 +307,33 @@ def test_compiling_with_the_graph_tells_homonyms_apart_by_their_relations(homony
     assert len(scores) == 1
 
 
+@pytest.fixture(scope="module")
+def values() -> KnowledgeGraph:
+    """Every name is a town (in a county) and a value some record holds (a code, as RoG graphs keep
+    ISO codes): one relation each, with the same words; only the town has a relation of its own."""
+    ex, label = "http://example.org/", ox.NamedNode("http://www.w3.org/2000/01/rdf-schema#label")
+    triples = []
+    for i, name in enumerate(TOWNS):
+        town, value = ox.NamedNode(f"{ex}town{i}"), ox.NamedNode(f"{ex}value{i}")
+        triples += [ox.Triple(town, label, ox.Literal(name, language="en")), ox.Triple(value, label, ox.Literal(name, language="en")),
+                    ox.Triple(town, ox.NamedNode(ex + "location.county"), ox.NamedNode(f"{ex}county{i}")),
+                    ox.Triple(ox.NamedNode(f"{ex}record{i}"), ox.NamedNode(ex + "location.county.code"), value)]
+    store = EmbeddedStore()
+    store.add_triples(triples)
+    return KnowledgeGraph(store, profile="generic")
+
+
+def test_compiling_with_the_graph_tells_a_value_from_an_entity_by_the_relations_it_has_of_its_own(values):
+    index = values.name_index()
+    rows = [example(f"what county is {name} in", [f"http://example.org/town{i}"]) for i, name in enumerate(TOWNS)]
+    linker = Linker.fit(rows[:-2], index, graph=values)
+    for row in rows[-2:]:
+        (town, value) = sorted(linker.link(row.question, index, graph=values).candidates, key=lambda c: c.entity)
+        assert town.features["graph_out_relations"] > value.features["graph_out_relations"] == 0.0
+        assert town.features["graph_relations"] == value.features["graph_relations"]
+        assert town.score > value.score and [c.entity for c in linker.link(row.question, index, graph=values).linked] == [town.entity]
+
+
 class CountingIndex:
     """A name index that counts the questions it is asked about."""
 
