@@ -266,27 +266,32 @@ def test_compiling_learns_that_a_name_after_another_qualifies_it():
 
 TOWNS = ["Alder", "Birchwood", "Cedar Falls", "Dunmore", "Elmhurst", "Fairhaven", "Glenrock", "Hollis",
          "Ivydale", "Juniper", "Kestrel", "Larkspur", "Milford", "Norwood", "Oakridge", "Pinecrest"]
+EX = "http://example.org/"
+
+
+def twins(kinds: tuple[str, str], relations) -> KnowledgeGraph:
+    """Every name of TOWNS labels one node of each kind (`town3`, `band3`), told apart only by the
+    triples `relations(i)` gives, each `(subject, relation, object)` local names under `EX`."""
+    label = ox.NamedNode("http://www.w3.org/2000/01/rdf-schema#label")
+    triples = []
+    for i, name in enumerate(TOWNS):
+        triples += [ox.Triple(ox.NamedNode(f"{EX}{kind}{i}"), label, ox.Literal(name, language="en")) for kind in kinds]
+        triples += [ox.Triple(*(ox.NamedNode(EX + part) for part in triple)) for triple in relations(i)]
+    store = EmbeddedStore()
+    store.add_triples(triples)
+    return KnowledgeGraph(store, profile="generic")
 
 
 @pytest.fixture(scope="module")
 def homonyms() -> KnowledgeGraph:
     """Every name is a town (in a county) and a band (with albums): the same words, told apart only
     by their relations."""
-    ex, label = "http://example.org/", ox.NamedNode("http://www.w3.org/2000/01/rdf-schema#label")
-    triples = []
-    for i, name in enumerate(TOWNS):
-        town, band = ox.NamedNode(f"{ex}town{i}"), ox.NamedNode(f"{ex}band{i}")
-        triples += [ox.Triple(town, label, ox.Literal(name, language="en")), ox.Triple(band, label, ox.Literal(name, language="en")),
-                    ox.Triple(town, ox.NamedNode(ex + "location.county"), ox.NamedNode(f"{ex}county{i}")),
-                    ox.Triple(band, ox.NamedNode(ex + "music.artist.album"), ox.NamedNode(f"{ex}album{i}"))]
-    store = EmbeddedStore()
-    store.add_triples(triples)
-    return KnowledgeGraph(store, profile="generic")
+    return twins(("town", "band"), lambda i: [(f"town{i}", "location.county", f"county{i}"),
+                                               (f"band{i}", "music.artist.album", f"album{i}")])
 
 
 def homonym_rows(names: list[str]) -> list[dspy.Example]:
-    ex = "http://example.org/"
-    return [example(question, [f"{ex}{kind}{TOWNS.index(name)}"])
+    return [example(question, [f"{EX}{kind}{TOWNS.index(name)}"])
             for name in names
             for question, kind in ((f"what county is {name} in", "town"), (f"which albums did {name} record", "band"))]
 
@@ -311,21 +316,13 @@ def test_compiling_with_the_graph_tells_homonyms_apart_by_their_relations(homony
 def values() -> KnowledgeGraph:
     """Every name is a town (in a county) and a value some record holds (a code, as RoG graphs keep
     ISO codes): one relation each, with the same words; only the town has a relation of its own."""
-    ex, label = "http://example.org/", ox.NamedNode("http://www.w3.org/2000/01/rdf-schema#label")
-    triples = []
-    for i, name in enumerate(TOWNS):
-        town, value = ox.NamedNode(f"{ex}town{i}"), ox.NamedNode(f"{ex}value{i}")
-        triples += [ox.Triple(town, label, ox.Literal(name, language="en")), ox.Triple(value, label, ox.Literal(name, language="en")),
-                    ox.Triple(town, ox.NamedNode(ex + "location.county"), ox.NamedNode(f"{ex}county{i}")),
-                    ox.Triple(ox.NamedNode(f"{ex}record{i}"), ox.NamedNode(ex + "location.county.code"), value)]
-    store = EmbeddedStore()
-    store.add_triples(triples)
-    return KnowledgeGraph(store, profile="generic")
+    return twins(("town", "value"), lambda i: [(f"town{i}", "location.county", f"county{i}"),
+                                                (f"record{i}", "location.county.code", f"value{i}")])
 
 
 def test_compiling_with_the_graph_tells_a_value_from_an_entity_by_the_relations_it_has_of_its_own(values):
     index = values.name_index()
-    rows = [example(f"what county is {name} in", [f"http://example.org/town{i}"]) for i, name in enumerate(TOWNS)]
+    rows = [example(f"what county is {name} in", [f"{EX}town{i}"]) for i, name in enumerate(TOWNS)]
     linker = Linker.fit(rows[:-2], index, graph=values)
     for row in rows[-2:]:
         (town, value) = sorted(linker.link(row.question, index, graph=values).candidates, key=lambda c: c.entity)
