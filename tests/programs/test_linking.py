@@ -325,10 +325,11 @@ def test_compiling_with_the_graph_tells_a_value_from_an_entity_by_the_relations_
     rows = [example(f"what county is {name} in", [f"{EX}town{i}"]) for i, name in enumerate(TOWNS)]
     linker = Linker.fit(rows[:-2], index, graph=values)
     for row in rows[-2:]:
-        (town, value) = sorted(linker.link(row.question, index, graph=values).candidates, key=lambda c: c.entity)
+        found = linker.link(row.question, index, graph=values)
+        (town, value) = sorted(found.candidates, key=lambda c: c.entity)
         assert town.features["graph_out_relations"] > value.features["graph_out_relations"] == 0.0
         assert town.features["graph_relations"] == value.features["graph_relations"]
-        assert town.score > value.score and [c.entity for c in linker.link(row.question, index, graph=values).linked] == [town.entity]
+        assert town.score > value.score and [c.entity for c in found.linked] == [town.entity]
 
 
 class CountingIndex:
