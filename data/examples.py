@@ -8,23 +8,14 @@ from pathlib import Path
 
 import dspy
 
+from kgqa.data.questions import MAX_QUESTION_CHARS, question_problem  # noqa: F401 (the one question check)
 from kgqa.errors import KGQAError
 
-MAX_QUESTION_CHARS = 4_000
 INPUT_FIELDS = ("question", "topic_entities")
 
 
 class DatasetError(KGQAError, ValueError):
     """A dataset file or row that cannot be read; the message names the file and line."""
-
-
-def question_problem(question: object) -> str | None:
-    """Why a question cannot be asked (empty, not text, too long), or None: for loaders and the walk alike."""
-    if not isinstance(question, str) or not question.strip():
-        return "the question is missing or empty"
-    if len(question) > MAX_QUESTION_CHARS:
-        return f"the question is {len(question)} characters long (limit {MAX_QUESTION_CHARS})"
-    return None
 
 
 def make_example(
@@ -39,13 +30,16 @@ def make_example(
     **extra: object,
 ) -> dspy.Example:
     """Validate one row and build its Example; `source` ("file:line") prefixes every error."""
-    problem = question_problem(question)
+    problem = question_problem(question, topic_entities)
     if problem:
         raise DatasetError(f"{source}: {problem}")
-    if not all(isinstance(e, str) and e.strip() for e in topic_entities):
-        raise DatasetError(f"{source}: topic entities must be non-empty strings, got {topic_entities!r}")
     if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
         raise DatasetError(f"{source}: answers must be a list of strings, got {answers!r}")
+    if topic_names and not (isinstance(topic_names, list) and all(isinstance(n, str) for n in topic_names)):
+        raise DatasetError(f"{source}: topic names must be a list of strings")
+    if aliases and not (isinstance(aliases, Mapping) and all(
+            isinstance(v, list) and all(isinstance(a, str) for a in v) for v in aliases.values())):
+        raise DatasetError(f"{source}: aliases must be an object of answer -> list of strings")
     names = list(topic_names) if topic_names else list(topic_entities)
     if len(names) != len(topic_entities):
         raise DatasetError(f"{source}: {len(topic_entities)} topic entities but {len(names)} topic names")
@@ -59,6 +53,14 @@ def make_example(
         source=source,
         **extra,
     ).with_inputs(*INPUT_FIELDS)
+
+
+def bad_row(*, source: str, id: str, problem: str, question: object = None) -> dspy.Example:
+    """The Example of a row that cannot be asked (not JSON, a field missing, a bad question): it
+    carries `bad_row`, the reason, so evaluation writes its record without asking anything."""
+    text = question if isinstance(question, str) else ""
+    return dspy.Example(id=str(id), question=text, topic_entities=[], topic_names=[], answers=[], aliases={},
+                        source=source, bad_row=problem).with_inputs(*INPUT_FIELDS)
 
 
 def numbered_lines(path: str | Path) -> Iterator[tuple[str, str]]:
@@ -77,13 +79,20 @@ def numbered_lines(path: str | Path) -> Iterator[tuple[str, str]]:
 def read_jsonl(path: str | Path) -> Iterator[tuple[str, dict]]:
     """(`file:line`, row) for each non-blank line; a line that is not a JSON object is a DatasetError."""
     for source, line in numbered_lines(path):
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{source}: not valid JSON ({exc.msg})") from None
-        if not isinstance(row, dict):
-            raise DatasetError(f"{source}: expected a JSON object, got {type(row).__name__}")
-        yield source, row
+        yield source, json_row(line, source)
+
+
+def json_row(line: str, source: str) -> dict:
+    """One JSONL line as an object; anything else (not JSON, nested too deep, not an object) is a DatasetError."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{source}: not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise DatasetError(f"{source}: JSON nested too deep") from None
+    if not isinstance(row, dict):
+        raise DatasetError(f"{source}: expected a JSON object, got {type(row).__name__}")
+    return row
 
 
 def read_json(path: str | Path) -> object:

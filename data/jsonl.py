@@ -11,7 +11,7 @@ from pathlib import Path
 
 import dspy
 
-from kgqa.data.examples import DatasetError, make_example, read_jsonl, require
+from kgqa.data.examples import DatasetError, bad_row, json_row, make_example, numbered_lines, require
 
 _KNOWN = {"id", "question", "topic_entities", "topic_entity", "topic_names", "answers", "answer", "aliases"}
 
@@ -43,16 +43,29 @@ def answers_of(row: dict, source: str) -> list[str]:
 
 
 def load_jsonl(path: str | Path) -> Iterator[dspy.Example]:
-    for number, (source, row) in enumerate(read_jsonl(path)):
-        ids, names = topics_of(row, source)
-        extra = {k: v for k, v in row.items() if k not in _KNOWN}
-        yield make_example(
-            source=source,
-            id=row.get("id", f"{Path(path).stem}-{number}"),
-            question=require(row, "question", source),
-            topic_entities=ids,
-            topic_names=names,
-            answers=answers_of(row, source),
-            aliases=row.get("aliases") or {},
-            **extra,
-        )
+    """One Example per non-blank line. A line that cannot be asked (not a JSON object, a field
+    missing or of the wrong type, a bad question) is an Example carrying `bad_row`, the reason:
+    evaluation writes its record, so one bad row neither stops a run nor is lost."""
+    for number, (source, line) in enumerate(numbered_lines(path)):
+        row: dict = {}
+        try:
+            row = json_row(line, source)
+            yield row_example(row, source, default_id=f"{Path(path).stem}-{number}")
+        except DatasetError as exc:
+            id_ = row.get("id") if isinstance(row.get("id"), (str, int)) else f"{Path(path).stem}-{number}"
+            yield bad_row(source=source, id=id_, problem=str(exc), question=row.get("question"))
+
+
+def row_example(row: dict, source: str, *, default_id: str) -> dspy.Example:
+    ids, names = topics_of(row, source)
+    extra = {k: v for k, v in row.items() if k not in _KNOWN}
+    return make_example(
+        source=source,
+        id=row.get("id", default_id),
+        question=require(row, "question", source),
+        topic_entities=ids,
+        topic_names=names,
+        answers=answers_of(row, source),
+        aliases=row.get("aliases") or {},
+        **extra,
+    )

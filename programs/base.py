@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
+from kgqa.data.questions import few
 from kgqa.kg import Edge, KGError, KnowledgeGraph, Node, Step
 from kgqa.kg.errors import InvalidTermError
 from kgqa.lm.adapter import choices
@@ -168,7 +169,7 @@ class KGProgram(dspy.Module):
                     found.setdefault(entity, label)
             topics = [Node(e, name=name) for e, name in found.items()]
             missing = [e for e in given if e not in found and not linked.get(e)]
-            return topics, (f"unknown topic entities: {', '.join(map(repr, missing))}" if not topics else None)
+            return topics, (f"unknown topic entities: {few(missing)}" if not topics else None)
         bracketed = _BRACKETED.findall(state.question)
         if bracketed:  # the question marks its entities: their names, exactly
             linked = kg.link(bracketed)

@@ -49,7 +49,8 @@ class Embedder:
         """Unit vectors of `texts`, one row each: a question's few spans through the cache, a graph's
         names (more than `BULK` texts) straight through."""
         if len(texts) > self.BULK:
-            return self.model.encode(list(texts), normalize_embeddings=True, convert_to_numpy=True, batch_size=256)
+            return self.model.encode(list(texts), normalize_embeddings=True, convert_to_numpy=True, batch_size=256,
+                                     show_progress_bar=False)
         return self._vectors(texts)
 
     def _vectors(self, texts: Sequence[str]):
@@ -59,7 +60,8 @@ class Embedder:
         vectors = {text: self._cache.get(text) for text in texts}
         missing = [text for text, vector in vectors.items() if vector is None]
         if missing:
-            encoded = dict(zip(missing, self.model.encode(missing, normalize_embeddings=True, convert_to_numpy=True)))
+            encoded = dict(zip(missing, self.model.encode(missing, normalize_embeddings=True, convert_to_numpy=True,
+                                                               show_progress_bar=False)))
             vectors.update(encoded)
             if len(self._cache) > self.CACHE_SIZE:
                 self._cache = {}

@@ -47,7 +47,7 @@ from typing import Annotated
 import dspy
 import pydantic
 
-from kgqa.data.examples import question_problem
+from kgqa.data.questions import question_problem
 from kgqa.kg import Direction, Edge, KnowledgeGraph, Step
 from kgqa.programs import render, values
 from kgqa.programs.base import KGProgram, WalkState, question_shape
@@ -143,7 +143,7 @@ class KGQA(KGProgram):
         """Everything before the answer step: topics, plan, the hops with their prunes, facts, memory
         and sufficiency. The candidate answers, best first; none (and the state stopped) on a bad
         question or unknown topics."""
-        problem = question_problem(state.question)
+        problem = question_problem(state.question, list(topic_entities) if topic_entities is not None else None)
         if problem:
             state.stop(StopReason.BAD_QUESTION, error=problem)
             return []
@@ -582,7 +582,7 @@ class KGQA(KGProgram):
         Skipped where nothing reads the notes, and where the entities' paths meet at no candidate
         and only extraction reads them (on CWQ-mini such notes said "X: no answer yet" or named a
         hop-short entity; skipping them saved 0.2 calls a question and answered 3 more of 300 right:
-        bench/results/memory-meets-cwq-dev/)."""
+        1e132b4:bench/results/memory-meets-cwq-dev/)."""
         names = list(dict.fromkeys(t.label for t in state.topics))
         if not state.config.memory_update:
             return state.trace.record("memory_update", "skipped", "switched off")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 import threading
 import time
 
@@ -12,7 +13,7 @@ import pytest
 
 from kgqa.data.demo import DEMO_KG, split_path
 from kgqa.data.examples import DatasetError
-from kgqa.data.jsonl import load_jsonl
+from kgqa.data.jsonl import load_jsonl, row_example
 from kgqa.evaluate.runner import LMDown, evaluate, read_records
 from kgqa.kg import KnowledgeGraph, SparqlEndpoint, virtuoso
 from kgqa.kg.virtuoso import free_port
@@ -249,15 +250,18 @@ def test_a_tampered_config_is_a_clear_error(saved, demo_store):
     [
         ({"topic_entities": ["m.0dm001"], "answers": ["x"]}, "missing field 'question'"),
         ({"question": "", "topic_entities": ["m.0dm001"], "answers": ["x"]}, "the question is missing or empty"),
-        ({"question": "q" * 100_000, "topic_entities": ["m.0dm001"], "answers": ["x"]}, "100000 characters long"),
+        ({"question": "q" * 100_000, "topic_entities": ["m.0dm001"], "answers": ["x"]}, "100,000 characters long"),
         ({"question": "q?", "answers": ["x"]}, "missing field 'topic_entity'"),
         ({"question": "q?", "topic_entities": "m.0dm001", "answers": ["x"]}, "topic_entities must be a list"),
         ({"question": "q?", "topic_entities": ["m.0dm001"]}, "missing field 'answers'"),
         ({"question": "q?", "topic_entities": ["m.0dm001"], "answers": [{"a": 1}]}, "answers must be a list of strings"),
     ],
 )
-def test_malformed_dataset_rows_are_clear_errors(tmp_path, row, message):
+def test_malformed_dataset_rows_are_clear_errors_and_rows_of_their_own(tmp_path, row, message):
     path = tmp_path / "data.jsonl"
     path.write_text(json.dumps({"question": "fine?", "topic_entities": ["m.0dm001"], "answers": ["x"]}) + "\n" + json.dumps(row) + "\n")
-    with pytest.raises(DatasetError, match=f"{path}:2: .*{message}"):
-        list(load_jsonl(path))
+    fine, bad = list(load_jsonl(path))
+    assert not getattr(fine, "bad_row", None) and fine.question == "fine?"
+    assert re.match(f"{path}:2: .*{message}", bad.bad_row) and bad.id == "data-1"
+    with pytest.raises(DatasetError, match=f"{path}:2: .*{message}"):  # the row check itself says the same
+        row_example(row, f"{path}:2", default_id="data-1")
