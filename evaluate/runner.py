@@ -19,7 +19,7 @@ import os
 import statistics
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -29,7 +29,7 @@ import dspy
 from kgqa.evaluate.metrics import example_scores, same_answer
 from kgqa.lm.errors import LMUnavailable
 from kgqa.programs.render import fact_names
-from kgqa.programs.trace import Trace
+from kgqa.programs.trace import StopReason, Trace
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +89,9 @@ class LMDown(LMUnavailable):
 
 def record_for(example: dspy.Example, prediction: dspy.Prediction | None, error: str | None, seconds: float) -> dict:
     answers = list(prediction.answers) if prediction is not None else []
-    if prediction is not None and error is None and prediction.trace.stop_reason and prediction.trace.stop_reason.unfinished:
-        error = prediction.trace.error  # the LM did not answer, or the run was cut: not a finished question
+    stop = prediction.trace.stop_reason if prediction is not None else None
+    if error is None and stop and (stop.unfinished or stop is StopReason.BAD_QUESTION):
+        error = prediction.trace.error  # the LM did not answer, the run was cut, or the question cannot be asked
     scores = example_scores(example, dspy.Prediction(answers=answers))
     return {
         "id": example.id,
@@ -125,6 +126,26 @@ def read_records(path: Path, *, repair: bool = True) -> dict[str, dict]:
         with path.open("r+b") as handle:
             handle.truncate(good)
     return records
+
+
+def record_line(record: dict) -> bytes:
+    """One record as a JSONL line. Text that UTF-8 cannot encode (a lone surrogate, which JSON
+    allows) is written as JSON escapes instead, and the record says so (`"escaped": true`): every
+    record can be written and read back."""
+    try:
+        return (json.dumps(record, ensure_ascii=False) + "\n").encode()
+    except UnicodeEncodeError:
+        return (json.dumps({**record, "escaped": True}) + "\n").encode()
+
+
+def _rewrite(path: Path, records) -> None:
+    """Replace `path` with these records, atomically: a crash leaves the old file or the new one."""
+    scratch = path.with_name(path.name + ".tmp")
+    with scratch.open("wb") as handle:
+        handle.writelines(record_line(record) for record in records)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(scratch, path)
 
 
 def unfinished(record: dict) -> bool:
@@ -177,14 +198,26 @@ def evaluate(
     threads: int = 1,
     progress: bool = True,
     stop_after: int = 3,
+    stamp: Mapping[str, str] | None = None,
 ) -> Summary:
     """Run the program on every example not yet answered in `out`, appending records; summarize
     them all. Records of questions the LM did not answer are asked again. `stop_after` questions
-    in a row that the LM did not answer stop the run with `LMDown` (0: never stop)."""
+    in a row that the LM did not answer stop the run with `LMDown` (0: never stop).
+
+    `stamp` (what ran: hashes of the program file and of the code, say) goes into every record; a
+    record with another stamp, or none, is dropped from `out` and its question asked again, so the
+    file only ever holds records of what runs now."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     unique = list({ex.id: ex for ex in reversed(examples)}.values())[::-1]  # first of each id
     done = read_records(out)
+    if stamp is not None:
+        stamp = dict(stamp)
+        kept = {i: r for i, r in done.items() if r.get("stamp") == stamp}
+        if len(kept) < len(done):
+            log.info("%s: %d records of another program or code are asked again", out, len(done) - len(kept))
+            _rewrite(out, kept.values())
+            done = kept
     todo = [ex for ex in unique if ex.id not in done or unfinished(done[ex.id])]
     lock = threading.Lock()
     bar = _progress(len(unique), len(unique) - len(todo)) if progress else None
@@ -196,11 +229,16 @@ def evaluate(
             return None
         start = time.perf_counter()
         try:
-            prediction = program(question=example.question, topic_entities=example.topic_entities)
+            if getattr(example, "bad_row", None):  # a row that cannot be asked: its record says why, nothing is asked
+                prediction = dspy.Prediction(answers=[], paths=[], trace=Trace(StopReason.BAD_QUESTION, error=example.bad_row))
+            else:
+                prediction = program(question=example.question, topic_entities=example.topic_entities)
             record = record_for(example, prediction, None, time.perf_counter() - start)
         except Exception as exc:  # one question failing must not stop the run: it becomes the record
             log.warning("question %s failed: %s: %s", example.id, type(exc).__name__, exc)
             record = record_for(example, None, f"{type(exc).__name__}: {exc}"[:500], time.perf_counter() - start)
+        if stamp is not None:
+            record["stamp"] = stamp
         with lock:  # counted here, before this thread takes its next question
             outage[:] = [*outage, record] if unfinished(record) else []
             if stop_after and len(outage) >= stop_after:
@@ -212,7 +250,7 @@ def evaluate(
         def write(record: dict | None) -> None:
             if record is None:
                 return
-            line = (json.dumps(record, ensure_ascii=False) + "\n").encode()
+            line = record_line(record)
             with lock:
                 handle.write(line)
                 handle.flush()
