@@ -24,16 +24,14 @@ the compile sample instead (sample "dev"): what a change of the walk is tuned on
   record says the step skipped every time walks the same with it off
   (`test_a_step_skipped_walks_as_it_does_switched_off`): its record is copied, marked
   `"reused": "bootstrap"`, and only the questions where the step ran or fell back are asked again.
-The `paths` systems (`PathKGQA`) are gone with the program; their records stay in
-`bench/results/cwq-mini-local/`.
 Per system and sample: Hits@1, Hit@any, F1, candidate recall (the gold answer among the
 candidates shown to extraction or in the facts kept), LLM calls, input and output tokens, SPARQL
 queries, mean and median seconds per question, and how many wrong answers stopped before, at and
 past the gold depth. Writes `table.md`, `accuracy_vs_tokens.png`, the compiled programs (their
 `config.json` gives the compile time) and per-run JSONL records (rerunning resumes them) to the
 results directory, and logs it all to one MLflow run. Seconds depend on the engine: quote them
-with the engine speed `kgqa doctor` reports. Reference runs on the local LM are in
-`bench/results/accuracy-local*/` and `bench/results/cwq-mini-local/`.
+with the engine speed `kgqa doctor` reports. Results go to `runs/` (not tracked) unless `--out` says
+otherwise: this is the bench to try a change on; the published rows are `bench.reproduce`'s.
 
     .venv/bin/python -m bench.accuracy --per-hop 30 [--seed 1] [--systems floor,uncompiled,bootstrap] [--lm local]
     .venv/bin/python -m bench.accuracy --dataset cwq-mini --per-hop 100 --systems llm-only,floor,uncompiled,bootstrap
@@ -297,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-llm-calls", type=int, default=WalkConfig.max_llm_calls)
     parser.add_argument("--metaqa", type=Path, default=METAQA)
     parser.add_argument("--cwq-mini", type=Path, default=CWQ_MINI)
-    parser.add_argument("--out", type=Path, help="results directory (default: bench/results/{accuracy,cwq-mini}-LM[-seedN])")
+    parser.add_argument("--out", type=Path, help="results directory (default: runs/{accuracy,cwq-mini}-LM[-seedN])")
     parser.add_argument("--split", choices=("test", "dev"), default="test",
                         help="CWQ-mini: test questions, or dev questions outside the compile sample (to tune on)")
     parser.add_argument("--samples", help="only these samples, comma-separated (MetaQA: 1hop,2hop,3hop; CWQ-mini: test or dev)")
@@ -319,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     args.train = args.train or TRAIN[args.dataset]
     seeded = f"-seed{args.seed}" if args.seed else ""
     prefix = "accuracy" if args.dataset == "metaqa" else args.dataset
-    args.out = args.out or Path(__file__).parent / "results" / f"{prefix}-{re.sub(r'[^A-Za-z0-9_.-]+', '_', args.lm)}{seeded}"
+    args.out = args.out or Path(__file__).parents[1] / "runs" / f"{prefix}-{re.sub(r'[^A-Za-z0-9_.-]+', '_', args.lm)}{seeded}"
     if args.dataset == "metaqa":
         bench = metaqa_bench(args.per_hop, args.train, args.seed, args.metaqa)
     else:

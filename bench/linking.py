@@ -23,7 +23,7 @@ rows' topic entities and without them (linked). Records are resumable JSONL; Hit
 
     .venv/bin/python -m bench.linking [--size 200] [--backends embedded,virtuoso]
     .venv/bin/python -m bench.linking --split dev --datasets cwq-mini --backends embedded
-    .venv/bin/python -m bench.linking --end-to-end 100 --program bench/results/cwq-mini-local/program-paths-bootstrap
+    .venv/bin/python -m bench.linking --end-to-end 100 --program bench/results/cwq-test-seed0/program
 """
 
 from __future__ import annotations

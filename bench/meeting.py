@@ -10,7 +10,7 @@ meetings at all, how many meetings there are, the Hits@1 of a pick among all of 
 nearest ones, and how often one meeting is nearer than every other and is a gold answer (what lets
 the walk answer there without asking the model). No test question is read and no LLM is called.
 
-    .venv/bin/python -m bench.meeting [--out bench/results/meeting-dev]
+    .venv/bin/python -m bench.meeting [--out DIR]
 """
 
 from __future__ import annotations

@@ -22,8 +22,7 @@ value check, measured in a minute: Hits@1 and F1 without and with, and which ans
 Writes `replay.jsonl` (`answers.jsonl`) and `table.md` with `--out`. No LLM is called, no test question is needed:
 replay dev records to tune, then ask only the test questions whose choices the change moves.
 
-    .venv/bin/python -m bench.replay --records bench/results/agreed-first-cwq-dev/bootstrap-dev.jsonl \\
-        --program bench/results/agreed-first-cwq-dev/program-bootstrap --split dev --per-hop 100 --train 1500 \\
+    .venv/bin/python -m bench.replay --records RECORDS.jsonl --program DIR --split dev --per-hop 100 --train 1500 \\
         [--set choices_shown=15 --set choices_per_chain=4] [--out DIR]
     .venv/bin/python -m bench.replay --answers --base value_check=false --set value_check=true --records ... --program ...
 """

@@ -264,8 +264,8 @@ def gold_demos(
       the answer labeled one hop short (where no cut path ends at a gold answer); no notes (the
       teacher's would name the gold answers). The teacher's own walks reach the gold answers, so the
       verdicts bootstrapping records are all "sufficient" (14 of 14 on 300 CWQ-mini questions:
-      bench/results/step-pools-cwq-dev/), and uncompiled the model said "sufficient" on 77 of 79
-      CWQ-mini calls (bench/results/sufficiency-pairs-cwq/).
+      1e132b4:bench/results/step-pools-cwq-dev/), and uncompiled the model said "sufficient" on 77 of 79
+      CWQ-mini calls (1e132b4:bench/results/sufficiency-pairs-cwq/).
     One walk feeds both: a walk for each pool made a 1,500-row CWQ-mini compile 375 s, not 332 s."""
     extraction, pairs = [], []
     with dspy.context(lm=teacher):

@@ -59,7 +59,7 @@ class Budget:
     ranking_questions: int = 0  # training questions whose teacher walks fit the learned candidate ranking, where the
     # trainset has gold paths. Off: with 300, a gold answer was the first choice shown on 40 of 100 CWQ-mini dev
     # questions (35 before), yet Hits@1 went 0.510 -> 0.500 (2 answers gained, 3 lost): where it moved a gold answer
-    # first, extraction had mostly answered right already (bench/results/learned-ranking-cwq-dev/)
+    # first, extraction had mostly answered right already (1e132b4:bench/results/learned-ranking-cwq-dev/)
     rounds: int = 1
     candidates: int = 4  # candidate programs (bootstrap-rs), instruction and demo candidates (mipro), per step (simba)
     trials: int = 6  # MIPROv2 trials (`mipro`; the light/medium presets set their own)

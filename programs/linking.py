@@ -70,7 +70,7 @@ L2 = 0.01  # the network's weight penalty (sklearn's alpha)
 # in 797 held-out dev questions at 0.33) to keep the names the model scores low; tuned apart, names
 # settle at 0.2-0.4 and common words at 0.5-0.7 (dev, three splits of four seeds: exact gold set +0.7
 # points on average, 11 of 12 runs better; all test: 0.841 and 0.838 in two compiles against 0.840, within
-# the spread of compiling: bench/results/linking-common-words/).
+# the spread of compiling: 1e132b4:bench/results/linking-common-words/).
 THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
 UNTRAINED_THRESHOLD = 0.9  # an uncompiled linker's, for every candidate: beside the best, near-perfect matches only
 # A year as a word of its own, the edition of a yearly event ("the AFC Championship Game in 2013"),

@@ -12,7 +12,7 @@ time the first `RERANKED` candidates are ordered by that model's score: no LLM c
 
 Fitted on 300 CWQ-mini training questions' teacher walks, it made a gold answer the first choice
 shown on 40 of 100 dev questions (35 with the hand-set order), yet answered one fewer right: where
-it moved a gold answer first, extraction had mostly found it already (bench/results/
+it moved a gold answer first, extraction had mostly found it already (1e132b4:bench/results/
 learned-ranking-cwq-dev/). Hence off by default. Saved as `ranking.json` beside the program
 (`programs.saving`); a program compiled without it has none and keeps the hand-set order.
 """

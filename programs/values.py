@@ -1,6 +1,6 @@
 """Comparisons a value decides: "the latest founding date", "fewer than 15,208 undergraduates",
 "released later than October 25, 2005". A small LM reads the values it is shown and does not compare
-them (bench/results/path-values-cwq-dev/), so the program compares them itself: the question's
+them (1e132b4:bench/results/path-values-cwq-dev/), so the program compares them itself: the question's
 words name the comparison (`read_comparison`), the graph gives each answer's values, and
 `decide` keeps the answers the comparison holds for, by the value relation most like the words.
 

@@ -199,18 +199,18 @@ def test_a_program_compiled_by_the_older_walk_gets_a_clear_error(kg):
 
     from kgqa.programs.saving import ProgramFileError, load_program
 
-    older = Path(__file__).resolve().parents[2] / "bench" / "results" / "accuracy-local-v1" / "program-bootstrap"
+    older = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "earlier-programs" / "first-walk"
     with pytest.raises(ProgramFileError, match=r"compiled by an earlier kgqa.*recompile it with `kgqa compile`"):
         load_program(older, kg)
 
 
-@pytest.mark.parametrize("directory", ["cwq-mini-local/program-paths-bootstrap", "accuracy-local/program-bootstrap"])
+@pytest.mark.parametrize("directory", ["path-choice", "plan-walk"])
 def test_a_program_of_either_earlier_strategy_says_to_recompile(kg, directory):
     from pathlib import Path
 
     from kgqa.programs.saving import ProgramFileError, load_program
 
-    earlier = Path(__file__).resolve().parents[2] / "bench" / "results" / directory
+    earlier = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "earlier-programs" / directory
     with pytest.raises(ProgramFileError, match=r"compiled by an earlier kgqa.*recompile it with `kgqa compile"):
         load_program(earlier, kg)
 

@@ -15,7 +15,7 @@ from kgqa.programs import KGQA
 from kgqa.programs.trace import StopReason, Trace
 from tests.programs.oracle import demo_oracle, oracle
 
-OLD_RECORDS = Path(__file__).resolve().parents[2] / "bench" / "results" / "accuracy-local-v1" / "bootstrap-2hop.jsonl"
+OLD_RECORDS = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "earlier-records-2hop.jsonl"  # the first walk's
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,467 @@
+"""Every published number one command away: each README result row compiled fresh and evaluated.
+
+A row is a spec (dataset, split, sample seed and size, compile questions); `ROW` compiles the one
+program with `bootstrap` on that row's training questions at the current commit, evaluates its fixed
+samples with the LM, and keeps in `bench/results/ROW/`:
+
+- `manifest.json`: the spec, the commit (and whether the tree was clean), the stamp (a hash of the
+  program files, a hash of the code that answers), the compile seconds, each run's wall time and
+  engine speed (`kgqa doctor`'s smoke test, measured before the run);
+- `program/`: the compiled program (`kgqa ask --program bench/results/ROW/program ...` loads it);
+- `records/SAMPLE.jsonl.gz`: one record per question, each carrying the stamp;
+- `table.md`: the row's lines as the README shows them.
+
+Resumable across sessions: a record is reused only when its stamp is the current one (the same
+program file, the same code); any other is asked again. The program is reused while the code hash
+is unchanged, and compiled again otherwise (compiling is deterministic: the same code compiles the
+same program, so records survive a fresh compile of unchanged code).
+
+    .venv/bin/python -m bench.reproduce cwq-test-seed0          # one row (resumes)
+    .venv/bin/python -m bench.reproduce --all                   # every row, one after the other
+    .venv/bin/python -m bench.reproduce --check                 # no LLM, seconds: README == records
+    .venv/bin/python -m bench.reproduce --index                 # rewrite bench/results/README.md
+
+`--check` recomputes every README line that cites a row (`| [ROW](bench/results/ROW/) | ...`) from
+the records of that row's folder and fails on any difference, checks that the index is current,
+and lists each row whose stamp no longer matches the current code or program ("stale: re-run").
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from kgqa.env import stay_offline
+
+stay_offline()
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+README = ROOT / "README.md"
+INDEX = RESULTS / "README.md"
+SYSTEM = "bootstrap"
+# The code that answers a question: the packages a walk, its compile and its scoring run, and the
+# bench's samples. The command line, the server and this harness are not in it.
+CODE = ("kg", "data", "signatures", "programs", "optimizers", "evaluate", "kgqa/lm", "kgqa/specs.py", "kgqa/env.py",
+        "kgqa/errors.py", "bench/accuracy.py")
+UNTIMED = ("compile_minutes", "compile_seconds")  # config.json keys that time the compile, not part of the program
+
+
+@dataclass(frozen=True)
+class Row:
+    """One published row: which questions, which training questions, compiled how."""
+
+    dataset: str  # "metaqa" or "cwq-mini"
+    seed: int  # the sample seed (and the compile sample's)
+    per_hop: int  # questions per hop (MetaQA) or in all (CWQ-mini)
+    train: int  # compile questions, disjoint from the sample
+    split: str = "test"  # CWQ-mini: test questions, or dev questions outside the compile sample
+    types: tuple[str, ...] = ()  # CWQ-mini: only these compositionality types
+    about: str = ""
+
+    def spec(self) -> dict:
+        return {"system": SYSTEM, **asdict(self), "types": list(self.types)}
+
+    def command(self, name: str) -> str:
+        return f".venv/bin/python -m bench.reproduce {name}"
+
+
+ROWS: dict[str, Row] = {
+    "metaqa-seed0": Row("metaqa", seed=0, per_hop=30, train=1500, about="MetaQA dev, 30 questions per hop"),
+    "metaqa-seed1": Row("metaqa", seed=1, per_hop=30, train=1500, about="MetaQA dev, 30 questions per hop"),
+    "cwq-test-seed0": Row("cwq-mini", seed=0, per_hop=100, train=1500, about="CWQ-mini test, 100 questions"),
+    "cwq-test-seed1": Row("cwq-mini", seed=1, per_hop=100, train=1500, about="CWQ-mini test, 100 questions"),
+    "cwq-test-seed2": Row("cwq-mini", seed=2, per_hop=100, train=1500, about="CWQ-mini test, 100 questions"),
+    "cwq-dev": Row("cwq-mini", seed=0, per_hop=100, train=1500, split="dev",
+                   about="CWQ-mini dev outside the compile sample, 100 questions: where changes are tuned"),
+    "cwq-comp-sup": Row("cwq-mini", seed=0, per_hop=200, train=1500, types=("comparative", "superlative"),
+                        about="every comparative and superlative CWQ-mini test question"),
+}
+
+
+# -- hashes ------------------------------------------------------------------------------------
+
+
+def _digest(files: Iterable[tuple[str, bytes]]) -> str:
+    sha = hashlib.sha256()
+    for name, data in sorted(files):
+        sha.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    return sha.hexdigest()[:16]
+
+
+def code_hash(root: Path = ROOT) -> str:
+    """A hash of the code that answers (`CODE`, every .py file in it)."""
+    files = []
+    for part in CODE:
+        path = root / part
+        found = [path] if path.suffix == ".py" else sorted(path.rglob("*.py"))
+        files += [(p.relative_to(root).as_posix(), p.read_bytes()) for p in found if "__pycache__" not in p.parts]
+    return _digest(files)
+
+
+def program_hash(directory: Path) -> str:
+    """A hash of a compiled program's files, its compile time left out."""
+    files = []
+    for path in sorted(directory.iterdir()):
+        data = path.read_bytes()
+        if path.name == "config.json":
+            config = json.loads(data)
+            data = json.dumps({k: v for k, v in config.items() if k not in UNTIMED}, sort_keys=True).encode()
+        files.append((path.name, data))
+    return _digest(files)
+
+
+def git_state(root: Path = ROOT) -> dict:
+    """The commit and whether the tree holds changes outside bench/results (None where git is missing)."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True, text=True,
+                                check=True).stdout.strip()
+        status = subprocess.run(["git", "status", "--porcelain", "--", ".", ":!bench/results"], cwd=root,
+                                capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return {"commit": None, "clean": None}
+    return {"commit": commit, "clean": not status.strip()}
+
+
+# -- records on disk ---------------------------------------------------------------------------
+
+
+def live_records(folder: Path, sample: str) -> Path:
+    """Where a run appends a sample's records (uncompressed while it runs)."""
+    return folder / "records" / f"{sample}.jsonl"
+
+
+def packed_records(folder: Path, sample: str) -> Path:
+    return folder / "records" / f"{sample}.jsonl.gz"
+
+
+def unpack(folder: Path, sample: str) -> Path:
+    """The live file to resume, from the packed records where no live file is left."""
+    live, packed = live_records(folder, sample), packed_records(folder, sample)
+    if packed.exists() and not live.exists():
+        live.parent.mkdir(parents=True, exist_ok=True)
+        live.write_bytes(gzip.decompress(packed.read_bytes()))
+    return live
+
+
+def pack(folder: Path, sample: str) -> Path:
+    """Compress the live records (byte for byte reproducible: no name, no time in the header)."""
+    live, packed = live_records(folder, sample), packed_records(folder, sample)
+    packed.write_bytes(gzip.compress(live.read_bytes(), compresslevel=9, mtime=0))
+    live.unlink()
+    return packed
+
+
+def read_packed(folder: Path, sample: str) -> list[dict]:
+    path = packed_records(folder, sample)
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in gzip.decompress(path.read_bytes()).splitlines() if line.strip()]
+
+
+def read_manifest(folder: Path) -> dict | None:
+    path = folder / "manifest.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def write_manifest(folder: Path, manifest: dict) -> None:
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+
+
+# -- one row -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Sample:
+    name: str
+    examples: list
+    answerable: list[str] = field(default_factory=list)  # ids of the questions some walk of its graph can answer
+
+
+def load_bench(row: Row, *, metaqa: Path | None = None, cwq: Path | None = None):
+    """The row's bench: its KG, its fixed samples and its training questions, as `bench.accuracy` draws them."""
+    from bench import accuracy
+
+    if row.dataset == "metaqa":
+        return accuracy.metaqa_bench(row.per_hop, row.train, row.seed, metaqa or accuracy.METAQA)
+    return accuracy.cwq_bench(row.per_hop, row.train, row.seed, cwq or accuracy.CWQ_MINI, split=row.split, types=row.types)
+
+
+def samples_of(bench) -> list[Sample]:
+    from bench import accuracy
+
+    found = []
+    for name, examples in bench.test.items():
+        reachable = [ex.id for ex in examples if accuracy.answerable(ex)] if bench.dataset == "cwq-mini" else []
+        found.append(Sample(name, examples, reachable))
+    return found
+
+
+def compile_fresh(row: Row, bench, directory: Path) -> float:
+    """Compile the row's program into `directory` (replacing what is there); the seconds it took."""
+    from bench import accuracy
+    from kgqa.optimizers.teleprompters import compile_program
+    from kgqa.programs import KGQA, WalkConfig
+    from kgqa.programs.saving import save_program
+
+    if directory.exists():
+        shutil.rmtree(directory)
+    start = time.perf_counter()
+    program = KGQA(bench.kg, config=bench.walk(WalkConfig()))
+    compiled = compile_program(program, SYSTEM, trainset=bench.train, budget=accuracy.BUDGETS[SYSTEM])
+    seconds = time.perf_counter() - start
+    save_program(compiled, directory, settings={"kg": bench.dataset, "optimizer": SYSTEM, "train": len(bench.train)})
+    return seconds
+
+
+def engine_speed(lm_spec: str) -> dict | None:
+    """The local engine's speed now (`kgqa doctor`'s smoke test), or None for another LM."""
+    if lm_spec != "local":
+        return None
+    from kgqa.lm import smoke
+
+    result = smoke.run()
+    if not result.engine_ok:
+        return None
+    return {"prompt_tok_s": round(result.prompt_tokens_per_s, 1), "generated_tok_s": round(result.generated_tokens_per_s, 1)}
+
+
+def run_row(name: str, row: Row, *, folder: Path, lm, lm_spec: str, fresh: bool = False, bench=None,
+            progress: bool = True) -> dict:
+    """Compile (unless the program of this code is there) and evaluate every sample; the manifest."""
+    import dspy
+
+    from kgqa import tracking
+    from kgqa.evaluate.runner import evaluate
+    from kgqa.lm.adapter import ConstrainedJSONAdapter
+    from kgqa.programs.saving import load_program
+
+    started, clock = datetime.now(timezone.utc), time.perf_counter()
+    folder.mkdir(parents=True, exist_ok=True)
+    bench = bench or load_bench(row)
+    samples = samples_of(bench)
+    code, previous = code_hash(), read_manifest(folder) or {}
+    directory = folder / "program"
+    same = (previous.get("spec") == row.spec() and previous.get("stamp", {}).get("code") == code
+            and (directory / "program.json").exists() and program_hash(directory) == previous["stamp"].get("program"))
+    if fresh or not same:
+        compile_seconds = compile_fresh(row, bench, directory)
+        print(f"{name}: compiled on {len(bench.train)} questions in {compile_seconds:.0f} s", flush=True)
+    else:
+        compile_seconds = previous["compile_seconds"]
+    stamp = {"program": program_hash(directory), "code": code}
+    program = load_program(directory, bench.kg)
+    engine = engine_speed(lm_spec)
+    asked = 0
+    params = {"row": name, "lm": lm_spec, **row.spec(), **stamp, "compile_seconds": round(compile_seconds, 1)}
+    with tracking.mlflow_run(f"bench reproduce {name}", params=params), dspy.context(lm=lm, adapter=ConstrainedJSONAdapter()):
+        for sample in samples:
+            live = unpack(folder, sample.name)
+            before = _stamped(live, stamp)
+            summary = evaluate(program, sample.examples, out=live, stamp=stamp, progress=progress)
+            tracking.log_metrics(f"{sample.name}.", summary.as_dict())
+            asked += len(sample.examples) - before
+            pack(folder, sample.name)
+    runs = previous.get("runs", []) if previous.get("stamp") == stamp else []
+    runs.append({"started": started.isoformat(timespec="seconds"), **git_state(), "lm": lm_spec, "engine": engine,
+                 "questions_asked": asked, "wall_seconds": round(time.perf_counter() - clock, 1)})
+    manifest = {
+        "row": name,
+        "command": row.command(name),
+        "spec": row.spec(),
+        "stamp": stamp,
+        "compile_seconds": round(compile_seconds, 1),
+        "samples": {s.name: {"questions": len(s.examples), "answerable": s.answerable} for s in samples},
+        "runs": runs,
+        "wall_seconds": round(sum(r["wall_seconds"] for r in runs), 1),
+    }
+    write_manifest(folder, manifest)
+    (folder / "table.md").write_text(TABLE_HEAD + "\n" + "\n".join(row_lines(name, folder)) + "\n")
+    return manifest
+
+
+def _stamped(path: Path, stamp: dict) -> int:
+    from kgqa.evaluate.runner import read_records, unfinished
+
+    return sum(1 for r in read_records(path).values() if r.get("stamp") == stamp and not unfinished(r))
+
+
+# -- the README's lines ------------------------------------------------------------------------
+
+TABLE_HEAD = ("| row | sample | questions | Hits@1 | F1 | candidate recall | answerable@3 | LLM calls | input tokens "
+              "| median s | engine tok/s |\n|---|---|---|---|---|---|---|---|---|---|---|")
+_ROW_LINK = re.compile(r"^\| \[([a-z0-9-]+)\]\(bench/results/\1/\) \| ([^|]+?) \|")
+
+
+def row_lines(name: str, folder: Path) -> list[str]:
+    """The README's lines for a row, one per sample, computed from its records and manifest."""
+    from kgqa.evaluate.runner import summarize
+
+    manifest = read_manifest(folder)
+    if manifest is None:
+        return []
+    lines = []
+    for sample, facts in manifest["samples"].items():
+        records = read_packed(folder, sample)
+        if not records:
+            continue
+        s = summarize(records)
+        ceiling = f"{len(facts['answerable']) / facts['questions']:.3f}" if facts["answerable"] else "-"
+        engines = dict.fromkeys(f"{e['prompt_tok_s']:.0f} / {e['generated_tok_s']:.1f}" for r in manifest["runs"]
+                                if (e := r.get("engine")))
+        lines.append(f"| [{name}](bench/results/{name}/) | {sample} | {s.questions} | {s.hits1:.3f} | {s.f1:.3f} "
+                     f"| {s.candidate_recall:.3f} | {ceiling} | {s.llm_calls:.2f} | {s.input_tokens:,.0f} "
+                     f"| {s.seconds_median:.1f} | {', '.join(engines) or '-'} |")
+    return lines
+
+
+def cited_lines(text: str) -> list[tuple[str, str, str]]:
+    """(row, sample, line) for each line of `text` that cites a row's folder as its first cell."""
+    found = []
+    for line in text.splitlines():
+        match = _ROW_LINK.match(line.strip())
+        if match:
+            found.append((match.group(1), match.group(2).strip(), line.strip()))
+    return found
+
+
+def check(readme: Path = README, results: Path = RESULTS, *, index: Path | None = INDEX) -> tuple[list[str], list[str]]:
+    """(differences, stale rows): every README line citing a row against the line its records give;
+    the index against the one its manifests give; each row whose stamp is not the current code's."""
+    problems, stale = [], []
+    cited = cited_lines(readme.read_text())
+    for name, sample, line in cited:
+        folder = results / name
+        if name not in ROWS:
+            problems.append(f"{readme.name}: {name!r} is not a row of bench.reproduce (ROWS)")
+            continue
+        expected = {given.split(" | ")[1]: given for given in row_lines(name, folder)}
+        if sample not in expected:
+            problems.append(f"{readme.name}: {name} {sample}: no records in {folder}")
+        elif expected[sample] != line:
+            problems.append(f"{readme.name}: {name} {sample} differs from its records:\n  README:  {line}\n  records: {expected[sample]}")
+    if index is not None and (not index.exists() or index.read_text() != index_text(results)):
+        problems.append(f"{index.relative_to(index.parents[2])} is not what its manifests give: run python -m bench.reproduce --index")
+    code = code_hash()
+    for name in dict.fromkeys(n for n, _, _ in cited):
+        manifest = read_manifest(results / name)
+        if manifest is None:
+            continue
+        why = row_staleness(results / name, manifest, code)
+        if why:
+            stale.append(f"{name}: {why}: stale, re-run with {manifest['command']}")
+    return problems, stale
+
+
+def row_staleness(folder: Path, manifest: dict, code: str) -> str | None:
+    """Why a row's records are not of the current code and program, or None."""
+    stamp = manifest["stamp"]
+    if stamp["code"] != code:
+        return f"the code that answers changed (records {stamp['code']}, now {code})"
+    program = folder / "program"
+    if not (program / "program.json").exists() or program_hash(program) != stamp["program"]:
+        return "the program files are not the ones its records were answered by"
+    for sample in manifest["samples"]:
+        if any(r.get("stamp") != stamp for r in read_packed(folder, sample)):
+            return f"some {sample} records carry another stamp"
+    if manifest.get("spec") != ROWS[manifest["row"]].spec():
+        return "its spec changed"
+    return None
+
+
+# -- the index ---------------------------------------------------------------------------------
+
+INDEX_HEAD = """# bench/results
+
+What the README and `docs/` cite, and nothing else: earlier runs are in git history.
+Each row below is rebuilt by its one command from a fresh compile at the current commit
+(`bench/reproduce.py`); `python -m bench.reproduce --check` (no LLM, seconds) recomputes the
+README's lines from these records and lists rows whose code or program changed since.
+
+| row | about | folder | command | commit | clean tree | compile s | wall s | engine tok/s (prompt / generated) |
+|---|---|---|---|---|---|---|---|---|
+"""
+
+OTHER_FOLDERS = {  # cited results made by other benches (no compiled program): folder -> (about, command)
+    "linking-out-relations": ("the compiled linker on every CWQ-mini test question and MetaQA (no LLM)",
+                              ".venv/bin/python -m bench.linking --datasets cwq-mini,metaqa --backends embedded "
+                              "--out bench/results/linking-out-relations"),
+    "serving-local": ("kgqa serve under 1, 4 and 16 clients and through its faults", ".venv/bin/python -m bench.serving"),
+    "served-lm-local": ("the LM in process and served by llama_cpp.server", ".venv/bin/python -m bench.served_lm"),
+    "lm-outage-local": ("evaluate through a served LM killed mid-run, restarted, resumed", ".venv/bin/python -m bench.lm_outage"),
+}
+
+
+def index_text(results: Path = RESULTS) -> str:
+    lines = []
+    for name, row in ROWS.items():
+        manifest = read_manifest(results / name)
+        if manifest is None:
+            lines.append(f"| {name} | {row.about} | not run yet | `{row.command(name)}` | | | | | |")
+            continue
+        runs = manifest["runs"]
+        commits = ", ".join(dict.fromkeys(f"`{r['commit']}`" for r in runs if r.get("commit")))
+        clean = "yes" if all(r.get("clean") for r in runs) else "no"
+        engines = ", ".join(dict.fromkeys(f"{e['prompt_tok_s']:.0f} / {e['generated_tok_s']:.1f}" for r in runs if (e := r.get("engine"))))
+        lines.append(f"| {name} | {row.about} | [{name}/]({name}/) | `{manifest['command']}` | {commits} | {clean} "
+                     f"| {manifest['compile_seconds']:.0f} | {manifest['wall_seconds']:.0f} | {engines or '-'} |")
+    others = ["", "Other results the docs cite (made by their own benches, no compiled program):", "",
+              "| folder | about | command |", "|---|---|---|"]
+    others += [f"| [{name}/]({name}/) | {about} | `{command}` |" for name, (about, command) in OTHER_FOLDERS.items()
+               if (results / name).exists()]
+    return INDEX_HEAD + "\n".join(lines) + "\n" + "\n".join(others) + "\n"
+
+
+# -- the command -------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("rows", nargs="*", help=f"rows to rebuild, of {', '.join(ROWS)}")
+    parser.add_argument("--all", action="store_true", help="rebuild every row, one after the other")
+    parser.add_argument("--check", action="store_true", help="no LLM: the README's lines against the records they cite")
+    parser.add_argument("--index", action="store_true", help="rewrite bench/results/README.md from the manifests")
+    parser.add_argument("--fresh", action="store_true", help="compile again even where the code is unchanged")
+    parser.add_argument("--lm", default="local")
+    args = parser.parse_args(argv)
+    if args.check:
+        problems, stale = check()
+        for line in stale:
+            print(f"stale: {line}")
+        for line in problems:
+            print(f"differs: {line}")
+        print(f"bench.reproduce --check: {len(cited_lines(README.read_text()))} README lines checked, "
+              f"{len(problems)} differ, {len(stale)} rows stale")
+        return 1 if problems else 0
+    if args.index:
+        INDEX.write_text(index_text())
+        print(f"wrote {INDEX.relative_to(ROOT)}")
+        return 0
+    names = list(ROWS) if args.all else args.rows
+    unknown = [n for n in names if n not in ROWS]
+    if unknown or not names:
+        parser.error(f"name rows of {', '.join(ROWS)} (or --all, --check, --index); unknown: {unknown}")
+    from kgqa.specs import make_lm
+
+    lm = make_lm(args.lm)
+    for name in names:
+        manifest = run_row(name, ROWS[name], folder=RESULTS / name, lm=lm, lm_spec=args.lm, fresh=args.fresh)
+        print("\n".join(row_lines(name, RESULTS / name)))
+        print(f"{name}: {manifest['wall_seconds']:.0f} s in all runs; stamp {manifest['stamp']}", flush=True)
+    INDEX.write_text(index_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

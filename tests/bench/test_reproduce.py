@@ -1,0 +1,125 @@
+"""bench.reproduce: a row compiled fresh, its records stamped and resumed, the README checked against them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from bench import reproduce
+from bench.accuracy import Bench
+from kgqa.data.demo import DEMO_KG, DEMO_PROFILE, split_path
+from kgqa.data.jsonl import load_jsonl
+from kgqa.kg import EmbeddedStore, KnowledgeGraph
+from kgqa.lm.scripted import scripted_lm
+
+ROW = reproduce.Row("metaqa", seed=0, per_hop=4, train=12, about="demo")
+
+
+def demo_bench() -> Bench:
+    store = EmbeddedStore()
+    store.load_file(DEMO_KG, format="ntriples")
+    test = list(load_jsonl(split_path("test")))[:4]
+    return Bench("demo", KnowledgeGraph(store, profile=DEMO_PROFILE), {"test": test}, list(load_jsonl(split_path("train")))[:12])
+
+
+@pytest.fixture()
+def row(tmp_path, monkeypatch):
+    """A row of the demo's questions in a scratch results folder, answered by an LM that says nothing useful."""
+    monkeypatch.setitem(reproduce.ROWS, "demo-row", ROW)
+    monkeypatch.setenv("KGQA_HOME", str(tmp_path / "home"))  # its MLflow runs
+    lm = scripted_lm({}, default=lambda inputs: "no idea")
+    folder = tmp_path / "results" / "demo-row"
+
+    def run(**options):
+        return reproduce.run_row("demo-row", ROW, folder=folder, lm=lm, lm_spec="scripted", bench=demo_bench(),
+                                 progress=False, **options)
+
+    return folder, run, lm
+
+
+def readme_with(tmp_path, lines: list[str]):
+    readme = tmp_path / "README.md"
+    readme.write_text("# kgqa\n\n" + reproduce.TABLE_HEAD + "\n" + "\n".join(lines) + "\n")
+    return readme
+
+
+def test_a_row_is_compiled_evaluated_stamped_and_described_by_its_manifest(row):
+    folder, run, lm = row
+    manifest = run()
+    records = reproduce.read_packed(folder, "test")
+    assert len(records) == 4 and all(r["stamp"] == manifest["stamp"] for r in records)
+    assert not reproduce.live_records(folder, "test").exists()  # packed once the sample is done
+    assert manifest["stamp"] == {"program": reproduce.program_hash(folder / "program"), "code": reproduce.code_hash()}
+    assert manifest["spec"]["seed"] == 0 and manifest["samples"]["test"]["questions"] == 4
+    assert manifest["runs"][0]["questions_asked"] == 4 and manifest["compile_seconds"] > 0
+    assert set(manifest["runs"][0]) >= {"commit", "clean", "engine", "wall_seconds", "started"}
+    assert json.loads((folder / "manifest.json").read_text()) == manifest
+    assert (folder / "table.md").read_text().splitlines()[2:] == reproduce.row_lines("demo-row", folder)
+
+
+def test_a_second_run_asks_nothing_and_compiles_the_same_program(row):
+    folder, run, lm = row
+    first = run()
+    calls = len(lm.scripted.calls)
+    assert calls > 0
+    second = run(fresh=True)  # compiled again from scratch: the same program, so every record is kept
+    assert second["stamp"] == first["stamp"]
+    assert second["runs"][-1]["questions_asked"] == 0 and len(second["runs"]) == 2
+    assert len(lm.scripted.calls) == calls
+
+
+def test_records_of_another_program_or_code_are_asked_again(row, monkeypatch):
+    folder, run, _ = row
+    run()
+    monkeypatch.setattr(reproduce, "code_hash", lambda root=reproduce.ROOT: "another-code")
+    manifest = run()
+    assert manifest["stamp"]["code"] == "another-code"
+    assert manifest["runs"] == manifest["runs"][-1:] and manifest["runs"][0]["questions_asked"] == 4
+    assert all(r["stamp"]["code"] == "another-code" for r in reproduce.read_packed(folder, "test"))
+
+
+def test_the_check_passes_on_the_records_lines_and_fails_on_a_number_edited_by_hand(row, tmp_path):
+    folder, run, _ = row
+    run()
+    lines = reproduce.row_lines("demo-row", folder)
+    results = folder.parent
+    readme = readme_with(tmp_path, lines)
+    assert reproduce.check(readme, results, index=None) == ([], [])
+    hits = lines[0].split(" | ")[3]
+    edited = lines[0].replace(f" | {hits} | ", f" | {float(hits) + 0.01:.3f} | ", 1)
+    problems, _ = reproduce.check(readme_with(tmp_path, [edited]), results, index=None)
+    assert len(problems) == 1 and "differs from its records" in problems[0]
+
+
+def test_the_check_names_rows_without_records_and_lists_stale_rows_without_failing(row, tmp_path, monkeypatch):
+    folder, run, _ = row
+    run()
+    results = folder.parent
+    lines = reproduce.row_lines("demo-row", folder)
+    missing = lines[0].replace("| test |", "| dev |")
+    problems, _ = reproduce.check(readme_with(tmp_path, [missing]), results, index=None)
+    assert len(problems) == 1 and "no records" in problems[0]
+    monkeypatch.setattr(reproduce, "code_hash", lambda root=reproduce.ROOT: "changed")
+    problems, stale = reproduce.check(readme_with(tmp_path, lines), results, index=None)
+    assert problems == [] and len(stale) == 1 and "code that answers changed" in stale[0] and "re-run" in stale[0]
+    monkeypatch.undo()
+    shutil.rmtree(folder / "program")
+    assert "program files" in reproduce.check(readme_with(tmp_path, lines), results, index=None)[1][0]
+
+
+def test_a_resumed_run_keeps_what_a_crash_left(row, monkeypatch):
+    folder, run, _ = row
+    run()
+    live = reproduce.unpack(folder, "test")  # as a run cut short would leave it: the live file, one record fewer
+    live.write_text("".join(live.read_text().splitlines(keepends=True)[:3]))
+    manifest = run()
+    assert manifest["runs"][-1]["questions_asked"] == 1 and len(reproduce.read_packed(folder, "test")) == 4
+
+
+def test_the_readme_equals_the_records_it_cites_and_the_index_is_current():
+    """What `.ci/run` checks: every published number is its records' (`python -m bench.reproduce --check`)."""
+    problems, _ = reproduce.check()
+    assert problems == []
+    assert reproduce.cited_lines(reproduce.README.read_text()), "the README cites no rebuilt row"
