@@ -63,11 +63,13 @@ def bad_row(*, source: str, id: str, problem: str, question: object = None) -> d
                         source=source, bad_row=problem).with_inputs(*INPUT_FIELDS)
 
 
-def numbered_lines(path: str | Path) -> Iterator[tuple[str, str]]:
-    """(`file:line`, line without its newline) for each non-blank line; an unreadable file is a DatasetError."""
+def numbered_lines(path: str | Path, *, errors: str = "strict") -> Iterator[tuple[str, str]]:
+    """(`file:line`, line without its newline) for each non-blank line; an unreadable file is a DatasetError.
+    `errors="surrogateescape"` reads bytes that are not UTF-8 as lone surrogates, which the question
+    check then names, instead of failing the file."""
     path = Path(path)
     try:
-        handle = path.open(encoding="utf-8")
+        handle = path.open(encoding="utf-8", errors=errors)
     except OSError as exc:
         raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from exc
     with handle:

@@ -46,7 +46,7 @@ def load_jsonl(path: str | Path) -> Iterator[dspy.Example]:
     """One Example per non-blank line. A line that cannot be asked (not a JSON object, a field
     missing or of the wrong type, a bad question) is an Example carrying `bad_row`, the reason:
     evaluation writes its record, so one bad row neither stops a run nor is lost."""
-    for number, (source, line) in enumerate(numbered_lines(path)):
+    for number, (source, line) in enumerate(numbered_lines(path, errors="surrogateescape")):
         row: dict = {}
         try:
             row = json_row(line, source)
