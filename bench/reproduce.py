@@ -247,7 +247,7 @@ def run_row(name: str, row: Row, *, folder: Path, lm, lm_spec: str, fresh: bool 
     from kgqa.lm.adapter import ConstrainedJSONAdapter
     from kgqa.programs.saving import load_program
 
-    started, clock = datetime.now(timezone.utc), time.perf_counter()
+    started, clock, tree = datetime.now(timezone.utc), time.perf_counter(), git_state()
     folder.mkdir(parents=True, exist_ok=True)
     bench = bench or load_bench(row)
     samples = samples_of(bench)
@@ -274,7 +274,7 @@ def run_row(name: str, row: Row, *, folder: Path, lm, lm_spec: str, fresh: bool 
             asked += len(sample.examples) - before
             pack(folder, sample.name)
     runs = previous.get("runs", []) if previous.get("stamp") == stamp else []
-    runs.append({"started": started.isoformat(timespec="seconds"), **git_state(), "lm": lm_spec, "engine": engine,
+    runs.append({"started": started.isoformat(timespec="seconds"), **tree, "lm": lm_spec, "engine": engine,
                  "questions_asked": asked, "wall_seconds": round(time.perf_counter() - clock, 1)})
     manifest = {
         "row": name,
