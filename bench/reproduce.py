@@ -123,15 +123,18 @@ def program_hash(directory: Path) -> str:
 
 
 def git_state(root: Path = ROOT) -> dict:
-    """The commit and whether the tree holds changes outside bench/results (None where git is missing)."""
+    """The commit; `clean`: the code that answers (`CODE`) is the commit's, so the commit reproduces
+    the run; `changed`: any other file changed since the commit, outside bench/results (a few named)."""
     try:
         commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True, text=True,
                                 check=True).stdout.strip()
         status = subprocess.run(["git", "status", "--porcelain", "--", ".", ":!bench/results"], cwd=root,
                                 capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
-        return {"commit": None, "clean": None}
-    return {"commit": commit, "clean": not status.strip()}
+        return {"commit": None, "clean": None, "changed": []}
+    changed = [line[3:] for line in status.splitlines()]
+    code = [p for p in changed if any(p == part or p.startswith(part.rstrip("/") + "/") for part in CODE)]
+    return {"commit": commit, "clean": not code, "changed": changed[:10]}
 
 
 # -- records on disk ---------------------------------------------------------------------------
