@@ -153,7 +153,8 @@ def _ask(args: argparse.Namespace) -> int:
     if args.html:
         from kgqa.picture import walk_page
 
-        args.html.write_text(walk_page(args.question, prediction.answers, prediction.paths, trace), encoding="utf-8")
+        args.html.write_text(walk_page(args.question, prediction.answers, prediction.paths, trace), encoding="utf-8",
+                             errors="backslashreplace")
     if args.json:
         print(json.dumps({"answers": prediction.answers, "paths": prediction.paths, "trace": trace.to_dict()}, ensure_ascii=False))
         return 1 if failed else 0
@@ -206,7 +207,8 @@ def _serve(args: argparse.Namespace) -> int:
     from kgqa.specs import make_lm, open_kg
 
     limits = ServeLimits(max_body_bytes=args.max_body, max_questions=args.max_questions, timeout=args.timeout,
-                         stop_grace=args.stop_grace)
+                         stop_grace=args.stop_grace, question_chars=args.max_question_chars,
+                         topic_entities=args.max_topic_entities)
     directory = program_dir(args.program, tracking_uri=args.tracking_uri)
     saved = read_settings(directory)
     kg_spec, lm_spec, api_base = serve_settings(saved)
@@ -330,6 +332,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "past it the answer is 504 and its unstarted questions are never started")
     serve.add_argument("--max-questions", type=int, default=ServeLimits.max_questions,
                        help=f"questions in one request at most (default {ServeLimits.max_questions})")
+    serve.add_argument("--max-question-chars", type=int, default=ServeLimits.question_chars,
+                       help=f"characters in one question at most (default {ServeLimits.question_chars:,})")
+    serve.add_argument("--max-topic-entities", type=int, default=ServeLimits.topic_entities,
+                       help=f"topic entities of one question at most (default {ServeLimits.topic_entities})")
     serve.add_argument("--max-body", type=int, default=ServeLimits.max_body_bytes, metavar="BYTES",
                        help=f"request body size at most (default {ServeLimits.max_body_bytes:,})")
     serve.add_argument("--stop-grace", type=float, default=ServeLimits.stop_grace,

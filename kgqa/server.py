@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 import dspy
 
+from kgqa.data.questions import QuestionLimits, few
 from kgqa.kg import KnowledgeGraph
 from kgqa.programs.deadline import Deadline
 from kgqa.programs.trace import StopReason
@@ -59,7 +60,9 @@ class ServeLimits:
     timeout: seconds a request may take from its arrival, waiting in the queue included (504).
     max_waiting: requests waiting for the worker at most; more are refused (503, Retry-After).
     stop_grace: seconds a stop waits for running questions to be cut and answered.
-    health_timeout: seconds /health waits for the LM's and the KG's answers."""
+    health_timeout: seconds /health waits for the LM's and the KG's answers.
+    question_chars, topic_entities, topic_chars: how long a question, and how many and how long its
+        topic entities may be (400 past them; `kgqa.data.questions`)."""
 
     max_body_bytes: int = 1 << 20
     max_questions: int = 16
@@ -67,6 +70,13 @@ class ServeLimits:
     max_waiting: int = 64
     stop_grace: float = 5.0
     health_timeout: float = 10.0
+    question_chars: int = QuestionLimits.question_chars
+    topic_entities: int = QuestionLimits.topic_entities
+    topic_chars: int = QuestionLimits.topic_chars
+
+    @property
+    def questions(self) -> QuestionLimits:
+        return QuestionLimits(question_chars=self.question_chars, topic_entities=self.topic_entities, topic_chars=self.topic_chars)
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
@@ -286,20 +296,21 @@ class App:
             data = json.loads(body)
         except ValueError as exc:
             raise Refusal(400, "BAD_REQUEST", f"the body is not JSON: {exc}") from None
+        except RecursionError:
+            raise Refusal(400, "BAD_REQUEST", "the body is JSON nested too deep") from None
         if not isinstance(data, dict) or sum(key in data for key in INPUT_KEYS) != 1:
             raise Refusal(400, "BAD_REQUEST", 'send one JSON object with "inputs": a list of questions, or of '
                                               '{"question", "topic_entities"}')
         unknown = sorted(k for k in data if k not in INPUT_KEYS)
         if unknown:
-            named = ", ".join(repr(k[:40]) for k in unknown[:5])
-            raise Refusal(400, "BAD_REQUEST", f"unknown fields: {named}" + (" ..." if len(unknown) > 5 else ""))
+            raise Refusal(400, "BAD_REQUEST", f"unknown fields: {few(unknown)}")
         inputs = next(data[key] for key in INPUT_KEYS if key in data)
         count = len(inputs) if isinstance(inputs, list) else 1
         if count > self.limits.max_questions:
             raise Refusal(413, "TOO_MANY_QUESTIONS", f"{count} questions in one request (limit {self.limits.max_questions}): "
                                                      "send them in several requests")
         try:
-            return questions_of(inputs)
+            return questions_of(inputs, limits=self.limits.questions)
         except BadRequest as exc:
             raise Refusal(400, "BAD_REQUEST", str(exc)) from None
 

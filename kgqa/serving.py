@@ -14,11 +14,13 @@ The graph and the LM are the ones the program's `config.json` names; `KGQA_SERVE
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterable
+import warnings
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from kgqa.data.examples import question_problem
+from kgqa.data.questions import QuestionLimits, question_problem
 from kgqa.errors import KGQAError
 
 MODEL_CODE = Path(__file__).with_name("mlflow_model.py")
@@ -35,7 +37,27 @@ def log_model(directory: str | Path, *, registered_name: str | None = None):
     register it under `registered_name` if given. Returns MLflow's ModelInfo."""
     import mlflow
 
-    return mlflow.pyfunc.log_model(name="kgqa", registered_model_name=registered_name, **_model_parts(directory))
+    with _without_type_hint_advice():
+        return mlflow.pyfunc.log_model(name="kgqa", registered_model_name=registered_name, **_model_parts(directory))
+
+
+@contextlib.contextmanager
+def _without_type_hint_advice() -> Iterator[None]:
+    """MLflow advises typing `predict` for its own input validation, and prints the advice past any
+    filter (its loader resets them). `predict` takes what MLflow's server hands over (records, a
+    DataFrame, strings) and checks it itself (`questions_of`), so the advice is dropped: kgqa's own
+    lines are the output."""
+    shown = warnings.showwarning
+
+    def show(message, category, *args, **kwargs):
+        if "Add type hints to the `predict` method" not in str(message):
+            shown(message, category, *args, **kwargs)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown
 
 
 def _model_parts(directory: str | Path) -> dict:
@@ -68,8 +90,9 @@ def program_dir(location: str | Path, *, tracking_uri: str | None = None) -> Pat
     return found
 
 
-def questions_of(model_input) -> list[tuple[str, list[str] | None]]:
-    """(question, topic entities) pairs from what a pyfunc may be given; BadRequest when unusable."""
+def questions_of(model_input, *, limits: QuestionLimits = QuestionLimits()) -> list[tuple[str, list[str] | None]]:
+    """(question, topic entities) pairs from what a pyfunc may be given; BadRequest when unusable
+    (the question check of `kgqa.data.questions`, under `limits`)."""
     rows = _rows(model_input)
     if not rows:
         raise BadRequest("no question: send {\"inputs\": [{\"question\": \"...\"}]} or a list of questions")
@@ -85,11 +108,11 @@ def questions_of(model_input) -> list[tuple[str, list[str] | None]]:
         question, topics = row.get("question"), row.get("topic_entities")
         if not isinstance(question, str) or not question.strip():
             raise BadRequest(f"input {n}: `question` must be a non-empty string")
-        problem = question_problem(question)
-        if problem:
-            raise BadRequest(f"input {n}: bad question: {problem}")
         if topics is not None and not (isinstance(topics, list) and all(isinstance(t, str) for t in topics)):
             raise BadRequest(f"input {n}: `topic_entities` must be a list of strings")
+        problem = question_problem(question, topics, limits=limits)
+        if problem:
+            raise BadRequest(f"input {n}: bad question: {problem}")
         pairs.append((question, topics or None))
     return pairs
 

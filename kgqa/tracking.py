@@ -28,6 +28,7 @@ def mlflow_run(
 
     import mlflow
 
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # kgqa's own lines are the output
     logging.getLogger("mlflow").setLevel(logging.ERROR)
     logging.getLogger("alembic").setLevel(logging.ERROR)
     mlflow.set_tracking_uri(tracking_uri or default_tracking_uri())

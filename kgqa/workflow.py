@@ -18,7 +18,7 @@ from kgqa.lm.errors import LMUnavailable
 from kgqa.optimizers.teleprompters import Budget, compile_program
 from kgqa.programs import KGQA, KGProgram, WalkConfig
 from kgqa.programs.saving import CONFIG_FILE, LINKING_FILE, PROGRAM_FILE, save_program
-from kgqa.programs.trace import Trace
+from kgqa.programs.trace import StopReason, Trace
 
 
 class LMUnreachable(LMUnavailable):
@@ -114,17 +114,19 @@ def evaluate_program(
 
 def draw_wrong_walks(records_file: Path, ids: Sequence[str], *, pages: int) -> list[Path]:
     """Pictures of the first `pages` wrong answers (Hits@1 = 0) among `ids`, drawn from their
-    records into `<records>_walks/<id>.html`; the paths written."""
+    records into `<records>_walks/<id>.html`; the paths written. A question that could not be asked
+    walked nowhere: it gets no picture."""
     from kgqa.picture import walk_page
 
     records = read_records(records_file, repair=False)
-    wrong = [records[i] for i in dict.fromkeys(ids) if i in records and not records[i]["scores"]["hits1"]][:pages]
+    wrong = [records[i] for i in dict.fromkeys(ids) if i in records and not records[i]["scores"]["hits1"]
+             and records[i]["trace"].get("stop_reason") != StopReason.BAD_QUESTION.value][:pages]
     folder = records_file.with_name(records_file.stem + "_walks")
     written = []
     for record in wrong:
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / (re.sub(r"[^A-Za-z0-9_.-]+", "_", str(record["id"]))[:100] + ".html")
         path.write_text(walk_page(record["question"], record["answers"], record["prediction"].split("\n\n") if record["prediction"] else [],
-                                  Trace.from_dict(record["trace"])), encoding="utf-8")
+                                  Trace.from_dict(record["trace"])), encoding="utf-8", errors="backslashreplace")
         written.append(path)
     return written

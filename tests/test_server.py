@@ -132,7 +132,7 @@ def test_requests_are_bounded_and_errors_never_echo_the_input(served):
     status, body, size = server.post({"inputs": [BATCH] * 5})
     assert (status, body["error_code"]) == (413, "TOO_MANY_QUESTIONS") and "limit 4" in body["message"] and size < 300
     status, body, size = server.post({"inputs": ["y" * 90_000]})
-    assert status == 400 and "90000 characters long" in body["message"] and size < 300
+    assert status == 400 and "90,000 characters long" in body["message"] and size < 300
     status, body, _ = server.post({"inputs": [BATCH], "z" * 5000: 1})
     assert status == 400 and body["message"].startswith("unknown fields: 'zzz") and len(body["message"]) < 100
     status, body, _ = server.post(b"{not json")
