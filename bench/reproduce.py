@@ -9,7 +9,8 @@ samples with the LM, and keeps in `bench/results/ROW/`:
   engine speed (`kgqa doctor`'s smoke test, measured before the run);
 - `program/`: the compiled program (`kgqa ask --program bench/results/ROW/program ...` loads it);
 - `records/SAMPLE.jsonl.gz`: one record per question, each carrying the stamp;
-- `table.md`: the row's lines as the README shows them.
+- `table.md`: the row's lines as the README shows them, and where the gold answer stood among the
+  candidates shown to extraction (first, second or third, ...) with the share answered right there.
 
 Resumable across sessions: a record is reused only when its stamp is the current one (the same
 program file, the same code); any other is asked again. The program is reused while the code hash
@@ -20,6 +21,7 @@ same program, so records survive a fresh compile of unchanged code).
     .venv/bin/python -m bench.reproduce --all                   # every row, one after the other
     .venv/bin/python -m bench.reproduce --check                 # no LLM, seconds: README == records
     .venv/bin/python -m bench.reproduce --index                 # rewrite bench/results/README.md
+    .venv/bin/python -m bench.reproduce --report                # each row's table.md and the index, from the records
 
 `--check` recomputes every README line that cites a row (`| [ROW](bench/results/ROW/) | ...`) from
 the records of that row's folder and fails on any difference, checks that the index is current,
@@ -290,8 +292,45 @@ def run_row(name: str, row: Row, *, folder: Path, lm, lm_spec: str, fresh: bool 
         "wall_seconds": round(sum(r["wall_seconds"] for r in runs), 1),
     }
     write_manifest(folder, manifest)
-    (folder / "table.md").write_text(TABLE_HEAD + "\n" + "\n".join(row_lines(name, folder)) + "\n")
+    write_table(name, folder)
     return manifest
+
+
+def write_table(name: str, folder: Path) -> Path:
+    """`table.md`: the row's README lines, and where the gold answer stood in each sample."""
+    manifest = read_manifest(folder) or {"samples": {}}
+    ranks = "\n\n".join(f"{sample}:\n\n{rank_table(read_packed(folder, sample))}" for sample in manifest["samples"])
+    path = folder / "table.md"
+    path.write_text(TABLE_HEAD + "\n" + "\n".join(row_lines(name, folder)) + "\n\nWhere the gold answer stood among "
+                    "the candidates shown to extraction, and the share answered right there:\n\n" + ranks + "\n")
+    return path
+
+
+RANKS = (("first", 1, 1), ("second or third", 2, 3), ("fourth to tenth", 4, 10), ("later", 11, None))
+
+
+def gold_rank(record: dict) -> int | None:
+    """The place (1 = first) of the first candidate shown that is a gold answer, or None."""
+    from kgqa.evaluate.metrics import same_answer
+
+    gold = (record.get("gold") or {}).get("answers") or []
+    for place, shown in enumerate(record.get("trace", {}).get("candidates") or [], 1):
+        if any(same_answer(shown, answer) for answer in gold):
+            return place
+    return None
+
+
+def rank_table(records: Sequence[dict]) -> str:
+    """The share of questions by where the gold answer stood among the candidates, and Hits@1 there."""
+    lines = ["| gold answer among the candidates | share of questions | answered right |", "|---|---|---|"]
+    places = [(gold_rank(r), r["scores"]["hits1"]) for r in records]
+    for label, low, high in (*RANKS, ("not among them", None, None)):
+        hits = [h for place, h in places if (place is None if low is None else place is not None and low <= place
+                                                 and (high is None or place <= high))]
+        share = len(hits) / len(places) if places else 0.0
+        right = f"{sum(hits) / len(hits):.2f}" if hits else "-"
+        lines.append(f"| {label} | {share:.2f} ({len(hits)}) | {right} |")
+    return "\n".join(lines)
 
 
 def _stamped(path: Path, stamp: dict) -> int:
@@ -435,6 +474,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--all", action="store_true", help="rebuild every row, one after the other")
     parser.add_argument("--check", action="store_true", help="no LLM: the README's lines against the records they cite")
     parser.add_argument("--index", action="store_true", help="rewrite bench/results/README.md from the manifests")
+    parser.add_argument("--report", action="store_true", help="rewrite each row's table.md and the index from the records; run nothing")
     parser.add_argument("--fresh", action="store_true", help="compile again even where the code is unchanged")
     parser.add_argument("--lm", default="local")
     args = parser.parse_args(argv)
@@ -447,7 +487,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bench.reproduce --check: {len(cited_lines(README.read_text()))} README lines checked, "
               f"{len(problems)} differ, {len(stale)} rows stale")
         return 1 if problems else 0
-    if args.index:
+    if args.report:
+        for name in ROWS:
+            if read_manifest(RESULTS / name):
+                print(write_table(name, RESULTS / name).read_text())
+    if args.index or args.report:
         INDEX.write_text(index_text())
         print(f"wrote {INDEX.relative_to(ROOT)}")
         return 0

@@ -56,7 +56,8 @@ def test_a_row_is_compiled_evaluated_stamped_and_described_by_its_manifest(row):
     assert manifest["runs"][0]["questions_asked"] == 4 and manifest["compile_seconds"] > 0
     assert set(manifest["runs"][0]) >= {"commit", "clean", "engine", "wall_seconds", "started"}
     assert json.loads((folder / "manifest.json").read_text()) == manifest
-    assert (folder / "table.md").read_text().splitlines()[2:] == reproduce.row_lines("demo-row", folder)
+    table = (folder / "table.md").read_text()
+    assert table.splitlines()[2:3] == reproduce.row_lines("demo-row", folder) and "| first | " in table
 
 
 def test_a_second_run_asks_nothing_and_compiles_the_same_program(row):
@@ -123,3 +124,15 @@ def test_the_readme_equals_the_records_it_cites_and_the_index_is_current():
     problems, _ = reproduce.check()
     assert problems == []
     assert reproduce.cited_lines(reproduce.README.read_text()), "the README cites no rebuilt row"
+
+
+def test_the_rank_table_places_the_gold_answer_among_the_candidates_shown():
+    def record(candidates, hits1):
+        return {"gold": {"answers": ["Seoul"]}, "trace": {"candidates": candidates}, "scores": {"hits1": hits1}}
+
+    records = [record(["Seoul", "Busan"], 1.0), record(["Busan", "seoul"], 1.0), record(["Busan", "X", "Seoul"], 0.0),
+               record(["A"] * 9 + ["Seoul"], 0.0), record(["Busan"], 0.0)]
+    assert [reproduce.gold_rank(r) for r in records] == [1, 2, 3, 10, None]
+    table = reproduce.rank_table(records).splitlines()
+    assert table[2] == "| first | 0.20 (1) | 1.00 |" and table[3] == "| second or third | 0.40 (2) | 0.50 |"
+    assert table[4] == "| fourth to tenth | 0.20 (1) | 0.00 |" and table[6] == "| not among them | 0.20 (1) | 0.00 |"
