@@ -435,16 +435,6 @@ README's lines from these records and lists rows whose code or program changed s
 |---|---|---|---|---|---|---|---|---|
 """
 
-OTHER_FOLDERS = {  # cited results made by other benches (no compiled program): folder -> (about, command)
-    "linking-out-relations": ("the compiled linker on every CWQ-mini test question and MetaQA (no LLM)",
-                              ".venv/bin/python -m bench.linking --datasets cwq-mini,metaqa --backends embedded "
-                              "--out bench/results/linking-out-relations"),
-    "serving-local": ("kgqa serve under 1, 4 and 16 clients and through its faults", ".venv/bin/python -m bench.serving"),
-    "served-lm-local": ("the LM in process and served by llama_cpp.server", ".venv/bin/python -m bench.served_lm"),
-    "lm-outage-local": ("evaluate through a served LM killed mid-run, restarted, resumed", ".venv/bin/python -m bench.lm_outage"),
-}
-
-
 def index_text(results: Path = RESULTS) -> str:
     lines = []
     for name, row in ROWS.items():
@@ -458,10 +448,16 @@ def index_text(results: Path = RESULTS) -> str:
         engines = ", ".join(dict.fromkeys(f"{e['prompt_tok_s']:.0f} / {e['generated_tok_s']:.1f}" for r in runs if (e := r.get("engine"))))
         lines.append(f"| {name} | {row.about} | [{name}/]({name}/) | `{manifest['command']}` | {commits} | {clean} "
                      f"| {manifest['compile_seconds']:.0f} | {manifest['wall_seconds']:.0f} | {engines or '-'} |")
-    others = ["", "Other results the docs cite (made by their own benches, no compiled program):", "",
-              "| folder | about | command |", "|---|---|---|"]
-    others += [f"| [{name}/]({name}/) | {about} | `{command}` |" for name, (about, command) in OTHER_FOLDERS.items()
-               if (results / name).exists()]
+    others = ["", "Other results the docs cite, made by their own benches (no compiled program of the README's rows);",
+              "each folder's `manifest.json` and README say how:", "",
+              "| folder | what | command | commit | engine tok/s |", "|---|---|---|---|---|"]
+    for folder in sorted(p.parent for p in results.glob("*/manifest.json")):
+        if folder.name in ROWS:
+            continue
+        facts = json.loads((folder / "manifest.json").read_text())
+        engine = facts.get("engine") or {}
+        speed = f"{engine['prompt_tok_s']:.0f} / {engine['generated_tok_s']:.1f}" if engine else "-"
+        others.append(f"| [{folder.name}/]({folder.name}/) | {facts['data']} | `{facts['command']}` | `{facts['commit']}` | {speed} |")
     return INDEX_HEAD + "\n".join(lines) + "\n" + "\n".join(others) + "\n"
 
 
