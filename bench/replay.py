@@ -22,7 +22,8 @@ value check, measured in a minute: Hits@1 and F1 without and with, and which ans
 Writes `replay.jsonl` (`answers.jsonl`) and `table.md` with `--out`. No LLM is called, no test question is needed:
 replay dev records to tune, then ask only the test questions whose choices the change moves.
 
-    .venv/bin/python -m bench.replay --records RECORDS.jsonl --program DIR --split dev --per-hop 100 --train 1500 \\
+    .venv/bin/python -m bench.replay --records bench/results/cwq-dev/records/dev.jsonl.gz --program bench/results/cwq-dev/program \\
+        --split dev --per-hop 100 --train 1500 \\
         [--set choices_shown=15 --set choices_per_chain=4] [--out DIR]
     .venv/bin/python -m bench.replay --answers --base value_check=false --set value_check=true --records ... --program ...
 """
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gzip
 import json
 import re
 import sys
@@ -122,6 +124,14 @@ class Replayed:
 def replayable(record: dict | None) -> bool:
     """A record whose walk can be replayed: it ended without an error and kept its plan."""
     return bool(record) and not record.get("error") and bool((record.get("trace") or {}).get("raw_plan"))
+
+
+def load_records(path: Path) -> dict[str, dict]:
+    """Records by id from a JSONL file, or from the gzipped JSONL a `bench.reproduce` row keeps."""
+    if path.suffix == ".gz":
+        lines = gzip.decompress(path.read_bytes()).splitlines()
+        return {record["id"]: record for record in map(json.loads, filter(bytes.strip, lines))}
+    return read_records(path, repair=False)
 
 
 def replay(program, examples: Sequence[dspy.Example], records: dict[str, dict]) -> list[Replayed]:
@@ -238,7 +248,8 @@ def walk_changes(pairs: Sequence[str]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--records", type=Path, required=True, help="a bench.accuracy JSONL of records")
+    parser.add_argument("--records", type=Path, required=True,
+                        help="records: a bench.accuracy JSONL, or a bench.reproduce row's records/SAMPLE.jsonl.gz")
     parser.add_argument("--program", type=Path, required=True, help="the compiled program the records ran")
     parser.add_argument("--dataset", choices=DATASETS, default="cwq-mini")
     parser.add_argument("--split", choices=("test", "dev"), default="test")
@@ -267,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         bench = cwq_bench(args.per_hop, train, args.seed, CWQ_MINI, split=args.split, types=args.types)
     program = load_program(args.program, bench.kg)
     program.config = dataclasses.replace(program.config, **base)
-    records = read_records(args.records, repair=False)
+    records = load_records(args.records)
     examples = [ex for sample in bench.test.values() for ex in sample]
     if args.answers:
         results, name = replay_answers(program, examples, records, changes), "answers.jsonl"

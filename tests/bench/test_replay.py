@@ -79,3 +79,15 @@ def test_whole_answers_replay_as_recorded_and_a_change_after_extraction_moves_th
     assert all(r.hits1_after == r.hits1_before for r in one) and any(r.f1_after != r.f1_before for r in several)
     text = answers_table(one, changes={"max_answers": 1})
     assert f"| answers moved by the changes | {len(several)} |" in text and "| first answer right: gained / lost | 0 / 0 |" in text
+
+
+def test_records_read_the_same_from_jsonl_and_from_a_rows_gzipped_records(records, tmp_path):
+    import gzip
+    import json
+
+    from bench.replay import load_records
+
+    lines = "".join(json.dumps(r) + "\n" for r in records.values()).encode()
+    (tmp_path / "r.jsonl").write_bytes(lines)
+    (tmp_path / "r.jsonl.gz").write_bytes(gzip.compress(lines))
+    assert load_records(tmp_path / "r.jsonl.gz") == load_records(tmp_path / "r.jsonl") == records
