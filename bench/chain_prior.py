@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train", type=int, default=1500, help="dev questions the prior is fitted on")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cwq-mini", type=Path, default=CWQ_MINI)
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "chain-labels-dev")
+    parser.add_argument("--out", type=Path, default=Path(__file__).parents[1] / "runs" / "chain-labels-dev")
     args = parser.parse_args(argv)
     dev = list(load_rog(args.cwq_mini / "cwq_mini_dev.jsonl.gz"))
     train = random.Random(f"compile-{args.seed}").sample(dev, args.train)

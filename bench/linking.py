@@ -276,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topic-choice", action="store_true", help="also the compiled linker followed by the "
                         "program's topic choice (the LM, compiled on the training questions' gold topics), on the "
                         "embedded store's seeded samples")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "linking-local")
+    parser.add_argument("--out", type=Path, default=Path(__file__).parents[1] / "runs" / "linking-local")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped run still stops its Virtuoso
     backends = [b for b in args.backends.split(",") if b]

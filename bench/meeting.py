@@ -97,7 +97,7 @@ def table(s: Score) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cwq-mini", type=Path, default=CWQ_MINI)
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "meeting-dev")
+    parser.add_argument("--out", type=Path, default=Path(__file__).parents[1] / "runs" / "meeting-dev")
     args = parser.parse_args(argv)
     text = table(score(load_rog(args.cwq_mini / "cwq_mini_dev.jsonl.gz")))
     args.out.mkdir(parents=True, exist_ok=True)
