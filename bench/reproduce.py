@@ -267,7 +267,21 @@ def run_row(name: str, row: Row, *, folder: Path, lm, lm_spec: str, fresh: bool 
         compile_seconds = previous["compile_seconds"]
     stamp = {"program": program_hash(directory), "code": code}
     program = load_program(directory, bench.kg)
-    engine = engine_speed(lm_spec)
+    runs = previous.get("runs", []) if previous.get("stamp") == stamp else []
+    if previous.get("running") and previous.get("stamp") == stamp:  # a run cut short (its records are kept)
+        runs.append({**previous["running"], "cut_short": True, "questions_asked": None, "wall_seconds": None})
+    run = {"started": started.isoformat(timespec="seconds"), **tree, "lm": lm_spec, "engine": engine_speed(lm_spec)}
+    manifest = {
+        "row": name,
+        "command": row.command(name),
+        "spec": row.spec(),
+        "stamp": stamp,
+        "compile_seconds": round(compile_seconds, 1),
+        "samples": {s.name: {"questions": len(s.examples), "answerable": s.answerable} for s in samples},
+        "runs": runs,
+        "running": run,  # what is running now: a run cut short leaves it, and its records, for the next
+    }
+    write_manifest(folder, manifest)
     asked = 0
     params = {"row": name, "lm": lm_spec, **row.spec(), **stamp, "compile_seconds": round(compile_seconds, 1)}
     with tracking.mlflow_run(f"bench reproduce {name}", params=params), dspy.context(lm=lm, adapter=ConstrainedJSONAdapter()):
@@ -278,19 +292,9 @@ def run_row(name: str, row: Row, *, folder: Path, lm, lm_spec: str, fresh: bool 
             tracking.log_metrics(f"{sample.name}.", summary.as_dict())
             asked += len(sample.examples) - before
             pack(folder, sample.name)
-    runs = previous.get("runs", []) if previous.get("stamp") == stamp else []
-    runs.append({"started": started.isoformat(timespec="seconds"), **tree, "lm": lm_spec, "engine": engine,
-                 "questions_asked": asked, "wall_seconds": round(time.perf_counter() - clock, 1)})
-    manifest = {
-        "row": name,
-        "command": row.command(name),
-        "spec": row.spec(),
-        "stamp": stamp,
-        "compile_seconds": round(compile_seconds, 1),
-        "samples": {s.name: {"questions": len(s.examples), "answerable": s.answerable} for s in samples},
-        "runs": runs,
-        "wall_seconds": round(sum(r["wall_seconds"] for r in runs), 1),
-    }
+    del manifest["running"]
+    runs.append({**run, "questions_asked": asked, "wall_seconds": round(time.perf_counter() - clock, 1)})
+    manifest["wall_seconds"] = round(sum(r["wall_seconds"] or 0 for r in runs), 1)
     write_manifest(folder, manifest)
     write_table(name, folder)
     return manifest
@@ -442,12 +446,15 @@ def index_text(results: Path = RESULTS) -> str:
         if manifest is None:
             lines.append(f"| {name} | {row.about} | not run yet | `{row.command(name)}` | | | | | |")
             continue
-        runs = manifest["runs"]
+        runs = manifest["runs"] + ([manifest["running"]] if manifest.get("running") else [])
         commits = ", ".join(dict.fromkeys(f"`{r['commit']}`" for r in runs if r.get("commit")))
         clean = "yes" if all(r.get("clean") for r in runs) else "no"
         engines = ", ".join(dict.fromkeys(f"{e['prompt_tok_s']:.0f} / {e['generated_tok_s']:.1f}" for r in runs if (e := r.get("engine"))))
+        wall = f"{manifest['wall_seconds']:.0f}" if "wall_seconds" in manifest else "in progress"
+        cut = sum(bool(r.get("cut_short")) for r in runs)
+        wall += f" (+{cut} run{'s' * (cut > 1)} cut short)" if cut else ""
         lines.append(f"| {name} | {row.about} | [{name}/]({name}/) | `{manifest['command']}` | {commits} | {clean} "
-                     f"| {manifest['compile_seconds']:.0f} | {manifest['wall_seconds']:.0f} | {engines or '-'} |")
+                     f"| {manifest['compile_seconds']:.0f} | {wall} | {engines or '-'} |")
     others = ["", "Other results the docs cite, made by their own benches (no compiled program of the README's rows);",
               "each folder's `manifest.json` and README say how:", "",
               "| folder | what | command | commit | engine tok/s |", "|---|---|---|---|---|"]

@@ -136,3 +136,28 @@ def test_the_rank_table_places_the_gold_answer_among_the_candidates_shown():
     table = reproduce.rank_table(records).splitlines()
     assert table[2] == "| first | 0.20 (1) | 1.00 |" and table[3] == "| second or third | 0.40 (2) | 0.50 |"
     assert table[4] == "| fourth to tenth | 0.20 (1) | 0.00 |" and table[6] == "| not among them | 0.20 (1) | 0.00 |"
+
+
+def test_a_run_cut_short_leaves_a_manifest_and_its_records_for_the_next(row, monkeypatch):
+    folder, run, _ = row
+    from kgqa.evaluate import runner
+
+    answered = []
+    real = runner.record_for
+
+    def crash_after_two(*args, **kwargs):
+        if len(answered) == 2:
+            raise KeyboardInterrupt  # the session ends mid-run
+        answered.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "record_for", crash_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        run()
+    cut = reproduce.read_manifest(folder)
+    assert cut["running"] and cut["runs"] == [] and "wall_seconds" not in cut
+    assert "in progress" in reproduce.index_text(folder.parent)
+    monkeypatch.undo()
+    manifest = run()
+    assert [r.get("cut_short", False) for r in manifest["runs"]] == [True, False] and "running" not in manifest
+    assert manifest["runs"][-1]["questions_asked"] == 2 and len(reproduce.read_packed(folder, "test")) == 4
