@@ -3,6 +3,8 @@ Each compile and evaluate is an MLflow run. The command line only parses and pri
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 import time
 from collections.abc import Sequence
@@ -65,7 +67,7 @@ def compile_to_dir(
             summaries["before"] = evaluate(uncompiled, devset, out=out / "dev_before.jsonl", threads=threads, progress=progress)
             tracking.log_metrics("dev_before_", summaries["before"].as_dict())
         start = time.perf_counter()
-        with tracking.autolog_compile():
+        with tracking.autolog_compile(), _quiet_third_party():
             compiled = compile_program(
                 uncompiled, optimizer, trainset=trainset, valset=devset, budget=budget, teacher=teacher, reflection=reflection
             )
@@ -81,6 +83,14 @@ def compile_to_dir(
             tracking.log_artifact(out / LINKING_FILE)
         serving.log_model(out, registered_name=register)
     return summaries
+
+
+@contextlib.contextmanager
+def _quiet_third_party():
+    """DSPy's teleprompters draw their own progress bars and print their own counts while
+    compiling: kept out of kgqa's output (its log lines and its own lines stay; errors still raise)."""
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        yield
 
 
 def evaluate_program(
