@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import gzip
 import json
 import re
 import sys
@@ -47,6 +46,7 @@ stay_offline()
 import dspy  # noqa: E402
 
 from bench.accuracy import CWQ_MINI, DATASETS, METAQA, TRAIN, cwq_bench, metaqa_bench  # noqa: E402
+from bench.reproduce import read_gzipped  # noqa: E402
 from kgqa.evaluate.metrics import score_answers  # noqa: E402
 from kgqa.evaluate.runner import read_records  # noqa: E402
 from kgqa.lm.adapter import ConstrainedJSONAdapter  # noqa: E402
@@ -129,8 +129,7 @@ def replayable(record: dict | None) -> bool:
 def load_records(path: Path) -> dict[str, dict]:
     """Records by id from a JSONL file, or from the gzipped JSONL a `bench.reproduce` row keeps."""
     if path.suffix == ".gz":
-        lines = gzip.decompress(path.read_bytes()).splitlines()
-        return {record["id"]: record for record in map(json.loads, filter(bytes.strip, lines))}
+        return {record["id"]: record for record in read_gzipped(path)}
     return read_records(path, repair=False)
 
 

@@ -170,8 +170,11 @@ def pack(folder: Path, sample: str) -> Path:
 
 def read_packed(folder: Path, sample: str) -> list[dict]:
     path = packed_records(folder, sample)
-    if not path.exists():
-        return []
+    return read_gzipped(path) if path.exists() else []
+
+
+def read_gzipped(path: Path) -> list[dict]:
+    """The records of a gzipped JSONL file, in order."""
     return [json.loads(line) for line in gzip.decompress(path.read_bytes()).splitlines() if line.strip()]
 
 
