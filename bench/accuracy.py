@@ -10,6 +10,9 @@ the compile sample instead (sample "dev"): what a change of the walk is tuned on
 - llm-only: the LM from its own knowledge (no KG);
 - floor: no LM, every choice by embedding similarity, walked to the question's hop count on
   MetaQA (a floor told the depth), 2 hops on CWQ-mini;
+- scorer-alone: the floor's walk with the compiled `bootstrap` program's parts (linker, chain
+  prior, path scorer): the path scorer's first candidate answers, no LLM call (the LLM's share of
+  the answer is what `bootstrap` adds to it);
 - uncompiled: the program as written (`KGQA`, every step on);
 - bootstrap, bootstrap-rs, mipro, mipro-light: the program compiled on a disjoint seeded sample
   of dev questions (`--train`, default 1,500 on MetaQA, a third per hop, 600 `cwq_mini_dev` rows on
@@ -19,7 +22,7 @@ the compile sample instead (sample "dev"): what a change of the walk is tuned on
   extraction (whose demos are a pool of gold choices among the candidates the teacher's walk
   shows), and `walk_metric` scores answers, paths and depths. `bootstrap-rs` holds out 15 of
   them to score 5 candidate programs.
-- bootstrap-no-STEP (STEP one of `kgqa.programs.SWITCHES`: the LLM steps, `chain-prior` and `learned-ranking`): the
+- bootstrap-no-STEP (STEP one of `kgqa.programs.SWITCHES`: the LLM steps, `chain-prior` and `path-scorer`): the
   compiled `bootstrap` program with that step switched off: the ablation. For a step in `SKIPPED_IS_OFF`, a question whose `bootstrap`
   record says the step skipped every time walks the same with it off
   (`test_a_step_skipped_walks_as_it_does_switched_off`): its record is copied, marked
@@ -46,7 +49,7 @@ import re
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kgqa.env import stay_offline  # noqa: E402
@@ -76,7 +79,7 @@ CWQ_MINI = SHARED / "cwq_mini"
 DATASETS = ("metaqa", "cwq-mini")
 CWQ_TYPES = ("comparative", "superlative", "conjunction", "composition")  # CWQ's compositionality_type
 ABLATIONS = tuple(f"bootstrap-no-{step.replace('_', '-')}" for step in SWITCHES)
-SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap", "bootstrap-pools", "bootstrap-rs", "mipro", "mipro-light", *ABLATIONS)
+SYSTEMS = ("llm-only", "floor", "scorer-alone", "uncompiled", "bootstrap", "bootstrap-pools", "bootstrap-rs", "mipro", "mipro-light", *ABLATIONS)
 DEFAULT_SYSTEMS = ("llm-only", "floor", "uncompiled", "bootstrap")
 BUDGETS = {
     "bootstrap": Budget(demos=3, plan_demos=500),
@@ -162,6 +165,8 @@ def build(system: str, bench: Bench, out: Path, walk: WalkConfig, sample: str):
         return LLMOnly()
     if system == "floor":
         return SimilarityWalk(bench.kg, config=WalkConfig(**{**walk.to_dict(), "depth": bench.floor_depth(sample)}))
+    if system == "scorer-alone":
+        return scorer_alone(build("bootstrap", bench, out, walk, sample), depth=bench.floor_depth(sample))
     walk = bench.walk(walk)
     if system == "uncompiled":
         return KGQA(bench.kg, config=walk)
@@ -181,6 +186,16 @@ def build(system: str, bench: Bench, out: Path, walk: WalkConfig, sample: str):
                                                      "valset": len(val or []), "compile_minutes": round(minutes, 1)})
         print(f"compiled {system} on {len(train)} questions (+{len(val or [])} validation) in {minutes:.1f} min", flush=True)
     return load_program(directory, bench.kg)
+
+
+def scorer_alone(compiled: KGQA, *, depth: int) -> SimilarityWalk:
+    """The compiled program's linker, chain prior and path scorer on the walk with no LM (`depth`
+    hops, every choice by similarity): the scorer's first candidate, and the other ends of its
+    chain, answer."""
+    walker = SimilarityWalk(compiled.kg, config=replace(compiled.config, depth=depth), embedder=compiled.embedder,
+                            path_scorer=compiled.path_scorer)
+    walker.linker, walker.chain_prior = compiled.linker, compiled.chain_prior
+    return walker
 
 
 def stopped(records: list[dict], examples: dict) -> tuple[int, int, int]:

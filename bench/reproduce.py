@@ -70,6 +70,7 @@ class Row:
     train: int  # compile questions, disjoint from the sample
     split: str = "test"  # CWQ-mini: test questions, or dev questions outside the compile sample
     types: tuple[str, ...] = ()  # CWQ-mini: only these compositionality types
+    alone: bool = False  # also ask each sample with the path scorer alone (no LLM; sample "NAME-scorer-alone")
     about: str = ""
 
     def spec(self) -> dict:
@@ -82,10 +83,10 @@ class Row:
 ROWS: dict[str, Row] = {
     "metaqa-seed0": Row("metaqa", seed=0, per_hop=30, train=1500, about="MetaQA dev, 30 questions per hop"),
     "metaqa-seed1": Row("metaqa", seed=1, per_hop=30, train=1500, about="MetaQA dev, 30 questions per hop"),
-    "cwq-test-seed0": Row("cwq-mini", seed=0, per_hop=100, train=1500, about="CWQ-mini test, 100 questions"),
-    "cwq-test-seed1": Row("cwq-mini", seed=1, per_hop=100, train=1500, about="CWQ-mini test, 100 questions"),
-    "cwq-test-seed2": Row("cwq-mini", seed=2, per_hop=100, train=1500, about="CWQ-mini test, 100 questions"),
-    "cwq-dev": Row("cwq-mini", seed=0, per_hop=100, train=1500, split="dev",
+    "cwq-test-seed0": Row("cwq-mini", seed=0, per_hop=100, train=1500, alone=True, about="CWQ-mini test, 100 questions"),
+    "cwq-test-seed1": Row("cwq-mini", seed=1, per_hop=100, train=1500, alone=True, about="CWQ-mini test, 100 questions"),
+    "cwq-test-seed2": Row("cwq-mini", seed=2, per_hop=100, train=1500, alone=True, about="CWQ-mini test, 100 questions"),
+    "cwq-dev": Row("cwq-mini", seed=0, per_hop=100, train=1500, split="dev", alone=True,
                    about="CWQ-mini dev outside the compile sample, 100 questions: where changes are tuned"),
     "cwq-comp-sup": Row("cwq-mini", seed=0, per_hop=200, train=1500, types=("comparative", "superlative"),
                         about="every comparative and superlative CWQ-mini test question"),
@@ -113,13 +114,17 @@ def code_hash(root: Path = ROOT) -> str:
 
 
 def program_hash(directory: Path) -> str:
-    """A hash of a compiled program's files, its compile time left out."""
+    """A hash of a compiled program's files, its compile time (and the path scorer's fit time) left out."""
     files = []
     for path in sorted(directory.iterdir()):
         data = path.read_bytes()
         if path.name == "config.json":
             config = json.loads(data)
             data = json.dumps({k: v for k, v in config.items() if k not in UNTIMED}, sort_keys=True).encode()
+        elif path.name == "path_scorer.json":  # the scorer's fit time is no part of it
+            scorer = json.loads(data)
+            scorer["report"] = {k: v for k, v in scorer.get("report", {}).items() if k != "seconds"}
+            data = json.dumps(scorer, sort_keys=True).encode()
         files.append((path.name, data))
     return _digest(files)
 
@@ -206,14 +211,18 @@ def load_bench(row: Row, *, metaqa: Path | None = None, cwq: Path | None = None)
     return accuracy.cwq_bench(row.per_hop, row.train, row.seed, cwq or accuracy.CWQ_MINI, split=row.split, types=row.types)
 
 
-def samples_of(bench) -> list[Sample]:
+ALONE = "-scorer-alone"  # the suffix of a sample asked with the path scorer alone
+
+
+def samples_of(bench, *, alone: bool = False) -> list[Sample]:
+    """The bench's samples; with `alone`, each again as asked of the path scorer alone (after them all)."""
     from bench import accuracy
 
     found = []
     for name, examples in bench.test.items():
         reachable = [ex.id for ex in examples if accuracy.answerable(ex)] if bench.dataset == "cwq-mini" else []
         found.append(Sample(name, examples, reachable))
-    return found
+    return found + [Sample(s.name + ALONE, s.examples, s.answerable) for s in found] if alone else found
 
 
 def compile_fresh(row: Row, bench, directory: Path) -> float:
@@ -250,6 +259,7 @@ def run_row(name: str, row: Row, *, folder: Path, lm, lm_spec: str, fresh: bool 
     """Compile (unless the program of this code is there) and evaluate every sample; the manifest."""
     import dspy
 
+    from bench import accuracy
     from kgqa import tracking
     from kgqa.evaluate.runner import evaluate
     from kgqa.lm.adapter import ConstrainedJSONAdapter
@@ -258,7 +268,7 @@ def run_row(name: str, row: Row, *, folder: Path, lm, lm_spec: str, fresh: bool 
     started, clock, tree = datetime.now(timezone.utc), time.perf_counter(), git_state()
     folder.mkdir(parents=True, exist_ok=True)
     bench = bench or load_bench(row)
-    samples = samples_of(bench)
+    samples = samples_of(bench, alone=row.alone)
     code, previous = code_hash(), read_manifest(folder) or {}
     directory = folder / "program"
     same = (previous.get("spec") == row.spec() and previous.get("stamp", {}).get("code") == code
@@ -291,7 +301,9 @@ def run_row(name: str, row: Row, *, folder: Path, lm, lm_spec: str, fresh: bool 
         for sample in samples:
             live = unpack(folder, sample.name)
             before = _stamped(live, stamp)
-            summary = evaluate(program, sample.examples, out=live, stamp=stamp, progress=progress)
+            base = sample.name.removesuffix(ALONE)
+            walker = accuracy.scorer_alone(program, depth=bench.floor_depth(base)) if sample.name.endswith(ALONE) else program
+            summary = evaluate(walker, sample.examples, out=live, stamp=stamp, progress=progress)
             tracking.log_metrics(f"{sample.name}.", summary.as_dict())
             asked += len(sample.examples) - before
             pack(folder, sample.name)

@@ -98,7 +98,7 @@ def _compile(args: argparse.Namespace) -> int:
         kg=kg, trainset=trainset, devset=devset, optimizer=args.optimizer, out=args.out, settings=settings,
         walk=_walk_config(args),
         budget=Budget(demos=args.demos, step_demos=args.step_demos, sufficiency_demos=args.sufficiency_demos,
-                      ranking_questions=args.ranking_questions,
+                      scorer_questions=args.scorer_questions,
                       candidates=args.candidates, trials=args.trials, seed=args.seed, threads=args.threads),
         teacher=teacher, reflection=reflection, tracking_uri=args.tracking_uri, experiment=args.experiment,
         threads=args.threads, progress=not args.quiet, register=args.register,
@@ -285,9 +285,9 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--sufficiency-demos", type=int, default=Budget.sufficiency_demos, metavar="N",
                       help="where the trainset has gold paths, answer sufficiency's demo pool: up to N demos in pairs of one question, "
                            "its best paths reaching a gold answer (sufficient) and the same paths cut back a hop (short); 0: none")
-    comp.add_argument("--ranking-questions", type=int, default=Budget.ranking_questions, metavar="N",
-                      help="where the trainset has gold paths, fit a learned candidate ranking on the gold-path teacher's walks of N "
-                           "training questions (ranking.json); default 0: measured on CWQ-mini dev, it answered one fewer right")
+    comp.add_argument("--scorer-questions", type=int, default=Budget.scorer_questions, metavar="N",
+                      help="where the trainset has gold paths, fine-tune the path scorer on the gold-path teacher's walks of up to N "
+                           "training questions (path_scorer.safetensors); 0: no scorer, the hand-set order")
     comp.add_argument("--candidates", type=int, default=Budget.candidates, help="candidate programs (bootstrap-rs), instruction candidates (mipro)")
     comp.add_argument("--trials", type=int, default=Budget.trials, help="trials of --optimizer mipro (the presets set their own)")
     comp.add_argument("--seed", type=int, default=Budget.seed)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 
 import dspy
 
@@ -23,6 +24,7 @@ from kgqa.lm.scripted import scripted_lm
 from kgqa.programs.kgqa import hop_kind
 from kgqa.programs.linking import is_topic
 from kgqa.programs.render import fact_names
+from kgqa.programs.scorer import ScorerGroup
 
 _HOP = re.compile(r"^hop (\d+)")
 _NO_ANSWER_YET = ": no answer yet"  # the teacher's note on a named entity whose paths reached no gold answer
@@ -250,12 +252,22 @@ def _gold_among(paths: Sequence[str], answers: Sequence[str]) -> list[str]:
     return [end for end in ends if any(same_answer(end, gold) for gold in answers)][:1]
 
 
-def gold_demos(
-    program, examples: Sequence[dspy.Example], *, teacher: dspy.LM, answers: int, sufficiency: int
-) -> tuple[list[dspy.Example], list[dspy.Example]]:
+@dataclass
+class GoldLabels:
+    """What one walk of each training question under the gold-path teacher labels with its gold answers."""
+
+    extraction: list[dspy.Example] = field(default_factory=list)  # path answer extraction's demo pool
+    sufficiency: list[dspy.Example] = field(default_factory=list)  # answer sufficiency's, in pairs
+    scorer: list[ScorerGroup] = field(default_factory=list)  # the path scorer's training walks
+
+
+def gold_labels(
+    program, examples: Sequence[dspy.Example], *, teacher: dspy.LM, answers: int, sufficiency: int, scorer: int = 0
+) -> GoldLabels:
     """Gold answers as demos of path answer extraction (up to `answers`) and of answer sufficiency
-    (up to `sufficiency`, in pairs of one question), from one walk of each example by `program`
-    under the gold-path `teacher` (`KGQA.labeling_inputs`), until both pools are full.
+    (up to `sufficiency`, in pairs of one question), and as the path scorer's training walks (up to
+    `scorer`), from one walk of each example by `program` under the gold-path `teacher`
+    (`KGQA.labeling_inputs`), until all three are full.
     - Extraction: where the gold answer is among the candidates extraction is shown (two or more),
       the question, what it is shown and the gold candidate chosen. Questions whose gold answer the
       retrieval misses make no demo.
@@ -266,21 +278,27 @@ def gold_demos(
       verdicts bootstrapping records are all "sufficient" (14 of 14 on 300 CWQ-mini questions:
       1e132b4:bench/results/step-pools-cwq-dev/), and uncompiled the model said "sufficient" on 77 of 79
       CWQ-mini calls (1e132b4:bench/results/sufficiency-pairs-cwq/).
-    One walk feeds both: a walk for each pool made a 1,500-row CWQ-mini compile 375 s, not 332 s."""
-    extraction, pairs = [], []
+    - Scorer: every walk that reaches candidates, their paths in the walk's order and which end at
+      a gold answer (`programs.scorer.PathScorer.fit` keeps those with a gold candidate and another).
+    One walk feeds all three (a walk for each pool made a 1,500-row CWQ-mini compile 375 s, not 332 s)."""
+    labels = GoldLabels()
     with dspy.context(lm=teacher):
         for ex in examples:
-            wants_answer, wants_pair = len(extraction) < answers, len(pairs) + 2 <= sufficiency
-            if not (wants_answer or wants_pair):
+            wants_answer, wants_pair = len(labels.extraction) < answers, len(labels.sufficiency) + 2 <= sufficiency
+            wants_walk = len(labels.scorer) < scorer
+            if not (wants_answer or wants_pair or wants_walk):
                 break
             shown = program.labeling_inputs(ex.question, list(ex.topic_entities) or None)
             if shown is None:
                 continue
             if wants_answer:
-                extraction += _extraction_demo(ex, shown["extraction"])
+                labels.extraction += _extraction_demo(ex, shown["extraction"])
             if wants_pair:
-                pairs += _sufficiency_pair(ex, shown["sufficiency"])
-    return extraction, pairs
+                labels.sufficiency += _sufficiency_pair(ex, shown["sufficiency"])
+            if wants_walk and shown["scorer"]["paths"]:
+                gold = [any(same_answer(c, answer) for answer in ex.answers) for c in shown["scorer"]["candidates"]]
+                labels.scorer.append(ScorerGroup(ex.question, shown["scorer"]["paths"], gold))
+    return labels
 
 
 def _extraction_demo(ex: dspy.Example, shown: dict) -> list[dspy.Example]:
@@ -304,19 +322,6 @@ def _sufficiency_pair(ex: dspy.Example, shown: dict) -> list[dspy.Example]:
     return [dspy.Example(question=ex.question, topic=shown["topic"], memory_notes=[], best_paths=paths,
                          evidence_sufficient=verdict).with_inputs("question", "memory_notes", "best_paths")
             for paths, verdict in ((shown["best_paths"], True), (short, False))]
-
-
-def ranking_walks(program, examples: Sequence[dspy.Example], *, teacher: dspy.LM) -> list[tuple[list[dict], list[bool]]]:
-    """What the learned ranking is fitted on: for each example the gold-path `teacher` walks to any
-    candidate, the features of the candidates the program ranks (`KGQA.ranking_inputs`, in the
-    hand-set order) and whether each is a gold answer."""
-    walks = []
-    with dspy.context(lm=teacher):
-        for ex in examples:
-            rows, labels = program.ranking_inputs(ex.question, list(ex.topic_entities) or None)
-            if rows:
-                walks.append((rows, [any(same_answer(label, answer) for answer in ex.answers) for label in labels]))
-    return walks
 
 
 # The intermediate steps whose demos are the teacher's own decisions on the training questions

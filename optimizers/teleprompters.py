@@ -9,8 +9,8 @@ length; a walk shows each question the few nearest it (`WalkConfig.demos_per_cal
 teleprompter but `none` also fits the linker of questions without ids (`programs.linking`) to the
 trainset's gold topic entities, and the chain prior (`programs.chains`) to the relation chains that
 answer each training question (`optimizers.labels.walked_chains`: in the row's own graph where it
-has one, else its gold relation paths). On request (`Budget.ranking_questions`, off by default), the
-candidate ranking (`programs.ranking`) is then fitted on the gold-path teacher's walks of that many.
+has one, else its gold relation paths). Where the trainset has gold paths, the path scorer
+(`programs.scorer`) is fine-tuned on the gold-path teacher's walks of `Budget.scorer_questions` of it.
 """
 
 from __future__ import annotations
@@ -24,18 +24,17 @@ import dspy
 from kgqa.evaluate.metrics import feedback, walk_metric
 from kgqa.kg import KGError, KnowledgeGraph
 from kgqa.optimizers.labels import (
-    gold_demos,
+    gold_labels,
     interleave_depths,
     labeled_teacher,
     plan_demos,
-    ranking_walks,
     step_demos,
     topic_demos,
     walked_chains,
 )
 from kgqa.programs.chains import ChainPrior
 from kgqa.programs.linking import Linker
-from kgqa.programs.ranking import CandidateRanker
+from kgqa.programs.scorer import PathScorer, ScorerSettings
 
 log = logging.getLogger(__name__)
 
@@ -56,10 +55,9 @@ class Budget:
     sufficiency_demos: int = 200  # answer sufficiency's demo pool, pairs of one question (its best paths reaching a gold
     # answer: sufficient; cut back a hop: short), where the trainset has gold paths
     topic_demos: int = 100  # gold topic choices as the topic choice's demo pool (questions asked without ids)
-    ranking_questions: int = 0  # training questions whose teacher walks fit the learned candidate ranking, where the
-    # trainset has gold paths. Off: with 300, a gold answer was the first choice shown on 40 of 100 CWQ-mini dev
-    # questions (35 before), yet Hits@1 went 0.510 -> 0.500 (2 answers gained, 3 lost): where it moved a gold answer
-    # first, extraction had mostly answered right already (1e132b4:bench/results/learned-ranking-cwq-dev/)
+    scorer_questions: int = 1500  # training questions whose gold-path teacher walks fit the path scorer, where the
+    # trainset has gold paths (0: no scorer, the hand-set order)
+    scorer: ScorerSettings = ScorerSettings()  # how the path scorer is fitted
     rounds: int = 1
     candidates: int = 4  # candidate programs (bootstrap-rs), instruction and demo candidates (mipro), per step (simba)
     trials: int = 6  # MIPROv2 trials (`mipro`; the light/medium presets set their own)
@@ -200,17 +198,24 @@ def compile_program(
             log.warning("the topic choice stays uncompiled: %s", exc)
     answers = budget.plan_demos if hasattr(compiled, "extract_answers") else 0
     pairs = budget.sufficiency_demos if hasattr(compiled, "check_sufficiency") else 0
-    if labeled and (answers or pairs):
-        # Path answer extraction and answer sufficiency, labeled by the gold answers from one walk of
-        # the trainset under the gold-path teacher, each question shown the nearest in shape:
-        # - extraction, a pool of gold choices among the candidates that walk shows;
+    walks = budget.scorer_questions if hasattr(compiled, "path_scorer") else 0
+    if labeled and (answers or pairs or walks):
+        # Path answer extraction, answer sufficiency and the path scorer, labeled by the gold answers
+        # from one walk of the trainset under the gold-path teacher (in the hand-set order):
+        # - extraction, a pool of gold choices among the candidates that walk shows (each question
+        #   shown the nearest in shape);
         # - sufficiency, pairs of a question's best paths reaching a gold answer and the same paths
-        #   cut back a hop short.
-        extraction, sufficiency = gold_demos(compiled, trainset, teacher=teacher, answers=answers, sufficiency=pairs)
+        #   cut back a hop short;
+        # - the path scorer, fine-tuned to put a path to a gold answer above the walk's others.
+        gold = gold_labels(compiled, trainset, teacher=teacher, answers=answers, sufficiency=pairs, scorer=walks)
         if answers:
-            compiled.extract_answers.demos = extraction
+            compiled.extract_answers.demos = gold.extraction
         if pairs:
-            compiled.check_sufficiency.demos = sufficiency
+            compiled.check_sufficiency.demos = gold.sufficiency
+        if walks:
+            compiled.path_scorer = PathScorer.fit(gold.scorer, settings=budget.scorer)
+            log.info("path scorer fitted on %d of %d teacher walks (%d groups) in %.0f s", compiled.path_scorer.report.questions,
+                     len(gold.scorer), compiled.path_scorer.report.groups, compiled.path_scorer.report.seconds)
     if labeled and budget.step_demos:
         # and, on request, every intermediate step, labeled by the teacher's gold-path decisions: a pool each
         for name, pool in step_demos(compiled, trainset, teacher=teacher, limit=budget.step_demos).items():
@@ -221,28 +226,7 @@ def compile_program(
         # labeled by the chains that answer each question in its own graph where the row has one
         skips = kg.profile.skips if kg is not None else None
         compiled.chain_prior = ChainPrior.fit((ex.question, walked_chains(ex, skips=skips)) for ex in trainset)
-    if labeled and budget.ranking_questions and hasattr(compiled, "ranker"):
-        compiled.ranker = fit_ranker(compiled, trainset, teacher=teacher, questions=budget.ranking_questions,
-                                     skips=kg.profile.skips if kg is not None else None)
     return compiled
-
-
-def fit_ranker(program: dspy.Module, trainset: Sequence[dspy.Example], *, teacher: dspy.LM, questions: int,
-               skips: Callable[[str], bool] | None = None) -> CandidateRanker:
-    """The candidate ranking, fitted on the gold-path teacher's walks of the first `questions` of the
-    trainset (half of it at most). Those walks read a chain prior of the other training questions, so
-    a walked question does not vote for its own chain (a question asked later has none either)."""
-    n = min(questions, len(trainset) // 2)  # a small trainset: half walked, half voting
-    walked, others = list(trainset[:n]), list(trainset[n:])
-    prior = program.chain_prior
-    program.chain_prior = ChainPrior.fit((ex.question, walked_chains(ex, skips=skips)) for ex in others)
-    try:
-        walks = ranking_walks(program, walked, teacher=teacher)
-    finally:
-        program.chain_prior = prior
-    ranker = CandidateRanker.fit(walks)
-    log.info("candidate ranking fitted on %d of %d teacher walks", ranker.questions, len(walks))
-    return ranker
 
 
 def fit_linker(

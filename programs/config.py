@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, replace
 STEPS = ("relation_prune", "entity_prune", "fact_filter", "memory_update", "sufficiency", "extraction")
 # What an ablation can switch off: the LLM steps, the value check after them, and the compiled
 # parts of the ranking (no call).
-SWITCHES = (*STEPS, "value_check", "chain_prior", "learned_ranking")
+SWITCHES = (*STEPS, "value_check", "chain_prior", "path_scorer")
 # The steps whose switch changes nothing on a walk where they were skipped every time: skipped or
 # off, they keep every entity, show no facts, keep no notes, add no hop, answer the first ranked,
 # and leave the extracted answers as they are.
@@ -78,10 +78,9 @@ class WalkConfig:
         (`programs.chains`: the relation chains the nearest training questions went by), its
         weight (0..1, the share of those questions) times `prior_weight` added to a candidate's
         similarity score (0..1). No effect on a program compiled without gold paths.
-    learned_ranking: order the candidate answers by the compiled ranking (`programs.ranking`: a
-        logistic model of "is a gold answer" fitted on the gold-path teacher's walks of training
-        questions), after the hand-set order. No effect on a program compiled without one (it is
-        compiled only on request: `kgqa compile --ranking-questions N`).
+    path_scorer: order the candidate answers by the compiled path scorer (`programs.scorer`: a
+        cross-encoder fine-tuned on the gold-path teacher's walks of training questions) instead of
+        the hand-set order. No effect on a program compiled without one.
     """
 
     depth: int = 3
@@ -120,7 +119,7 @@ class WalkConfig:
     topics_chosen: int = 3
     chain_prior: bool = True
     prior_weight: float = 0.5
-    learned_ranking: bool = True
+    path_scorer: bool = True
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():

@@ -6,8 +6,8 @@
        nodes stepped through) -> relation prune (the chains to go on by) -> entity prune (the
        entities to go on from, and to keep as candidates, when the plan sets conditions)
        (reflection, only at a dead end)
-    -> candidate answers: every end reached, ranked (question similarity, the compiled chain prior;
-       a learned ranking where one was compiled on request: `programs.ranking`)
+    -> candidate answers: every end reached, ranked (question similarity, the compiled chain prior),
+       then ordered by the compiled path scorer where there is one (`programs.scorer`)
     -> fact filter (the facts about the candidates, values included, that bear on the question)
     -> memory update (what each entity the question names has established)
     -> answer sufficiency (do the best paths reach the answer? if not, one hop more, bounded)
@@ -37,11 +37,10 @@ to embedding similarity; an LM that does not answer ends the question (`StopReas
 from __future__ import annotations
 
 import logging
-import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Annotated
 
 import dspy
@@ -56,7 +55,7 @@ from kgqa.programs.config import WalkConfig
 from kgqa.programs.embedder import Embedder
 from kgqa.programs.linking import Candidate as LinkCandidate
 from kgqa.programs.linking import Linking
-from kgqa.programs.ranking import RERANKED, CandidateRanker
+from kgqa.programs.scorer import PathScorer
 from kgqa.programs.trace import StopReason, Trace, token_totals
 from kgqa.programs.trails import Hop, Trail
 from kgqa.signatures import (
@@ -80,6 +79,7 @@ _VALUES_PER_FACT = 3  # values of one (candidate, relation) shown in one fact
 _TOPIC_RELATIONS = 4  # relations shown with each candidate topic entity
 _LOGGED_PRIOR = 3  # the chain prior's heaviest chains, in the trace
 _VALUED_ANSWERS = 30  # answers whose values a comparison reads, at most
+SCORED = 60  # candidates the path scorer orders (the hand-set order's first); the rest follow
 # words of questions whose answer a value decides: a number, a date, a comparison, an extreme
 _VALUE_WORDS = re.compile(
     r"\d|\b(before|after|since|until|during|first|last|earliest|latest|oldest|youngest|newest|largest|smallest|"
@@ -87,7 +87,7 @@ _VALUE_WORDS = re.compile(
     re.IGNORECASE,
 )
 
-__all__ = ["KGQA", "Candidate", "hop_kind", "question_shape"]
+__all__ = ["KGQA", "SCORED", "Candidate", "hop_kind", "question_shape", "scored_text"]
 
 
 @dataclass(frozen=True)
@@ -113,10 +113,10 @@ class KGQA(KGProgram):
 
     def __init__(
         self, kg: KnowledgeGraph | None = None, *, config: WalkConfig | None = None, embedder: Embedder | None = None,
-        ranker: CandidateRanker | None = None,
+        path_scorer: PathScorer | None = None,
     ) -> None:
         super().__init__(kg, config=config, embedder=embedder)
-        self.ranker = ranker or CandidateRanker()
+        self.path_scorer = path_scorer or PathScorer()
         self.plan = dspy.Predict(Plan)
         self.prune_relations = dspy.Predict(PruneRelations)
         self.prune_entities = dspy.Predict(PruneEntities)
@@ -159,7 +159,7 @@ class KGQA(KGProgram):
         while True:
             while frontier and state.depth < hops and not state.budget_hit:
                 frontier = self._hop(state, frontier, last=state.depth + 1 >= hops)  # retrieve, prune relations and entities
-            candidates = self._learned_order(state, self._rank(state))
+            candidates = self._scored_order(state, self._rank(state))
             self._filter_facts(state, candidates)  # fact filter
             self._update_memory(state, candidates)  # memory update
             if not self._go_further(state, candidates):  # answer sufficiency
@@ -181,7 +181,10 @@ class KGQA(KGProgram):
         - `sufficiency`: the best paths it is shown once the walk has retrieved all it will
           (`best_paths`), each one's end (`ends`) and the same path cut back to the last named entity
           before its end (`cut_paths`; None where that is the topic entity): a path that ends at a
-          gold answer reaches it, the same path cut back stops a hop short."""
+          gold answer reaches it, the same path cut back stops a hop short;
+        - `scorer`: the first `SCORED` candidates in the order the walk ranks them, each as the path
+          scorer reads it (`paths`) and its label (`candidates`): what the path scorer is fitted on
+          (`optimizers.labels.gold_labels`), in the hand-set order while it is untrained."""
         state = self._new_state(question)
         candidates = self._retrieve(state, topic_entities)
         if not candidates:
@@ -196,6 +199,7 @@ class KGQA(KGProgram):
             "sufficiency": {"best_paths": [c.path for c in best], "ends": [c.label for c in best],
                             "cut_paths": [render.plain_path(cut) if cut else None for cut in (_cut_back(c.trail) for c in best)],
                             "topic": topic},
+            "scorer": {"paths": [scored_text(c) for c in candidates[:SCORED]], "candidates": [c.label for c in candidates[:SCORED]]},
         }
 
     def ranked_choices(self, question: str, topic_entities: Sequence[str] | None = None) -> tuple[list[str], list[str]]:
@@ -204,14 +208,6 @@ class KGQA(KGProgram):
         state = self._new_state(question)
         candidates = self._retrieve(state, topic_entities)
         return [c.label for c in candidates], [c.label for c in self._answer_choices(state, candidates)]
-
-    def ranking_inputs(self, question: str, topic_entities: Sequence[str] | None = None) -> tuple[list[dict], list[str]]:
-        """The features of the candidates the walk ranks for `question` under the current LM, in
-        the hand-set order, and their labels: what compiling fits the learned ranking on."""
-        state = self._new_state(question)
-        state.config = replace(state.config, learned_ranking=False)
-        candidates = self._retrieve(state, topic_entities)
-        return self.ranking_features(state, candidates), [c.label for c in candidates[:RERANKED]]
 
     def link_question(self, question: str) -> tuple[Linking, Trace]:
         """A question without ids linked as the walk links it (the linker, then the topic choice),
@@ -495,39 +491,15 @@ class KGQA(KGProgram):
         ranked = sorted(best, key=lambda label: (-len(topics[label]), meets[label], -best[label][0], label))
         return [Candidate(label, best[label][1], len(topics[label]), meets[label]) for label in ranked]
 
-    def _learned_order(self, state: WalkState, candidates: list[Candidate]) -> list[Candidate]:
-        """The first `RERANKED` candidates in the compiled ranking's order (`programs.ranking`: learned
-        from the gold-path teacher's walks of training questions), the rest after them; the hand-set
-        order where the program was compiled without one (the default) or it is switched off."""
-        if not (state.config.learned_ranking and self.ranker.trained) or len(candidates) < 2:
+    def _scored_order(self, state: WalkState, candidates: list[Candidate]) -> list[Candidate]:
+        """The first `SCORED` candidates in the compiled path scorer's order (`programs.scorer`: fitted
+        on the gold-path teacher's walks of training questions), the rest after them; the hand-set
+        order where the program has no scorer or it is switched off."""
+        if not (state.config.path_scorer and self.path_scorer.trained) or len(candidates) < 2:
             return candidates
-        state.trace.learned_ranking = True
-        head = candidates[:RERANKED]
-        return [head[i] for i in self.ranker.order(self.ranking_features(state, candidates))] + candidates[RERANKED:]
-
-    def ranking_features(self, state: WalkState, candidates: list[Candidate]) -> list[dict[str, float]]:
-        """What the learned ranking reads of each of the first `RERANKED` candidates (in the
-        hand-set order): `programs.ranking.FEATURES`."""
-        head = candidates[:RERANKED]
-        if not head:
-            return []
-        chains = [_chain(c.trail) for c in head]
-        ends = Counter(_chain(c.trail) for c in candidates)
-        most = max(c.topics for c in head)
-        words = [_chain_words(chain) for chain in chains]
-        last = [render.relation_phrase(chain[-1]) if len(chain) > 1 else "" for chain in chains]
-        similar = self.embedder.similarities
-        kind = str((state.trace.raw_plan or {}).get("answer_kind") or "").strip()
-        to_kind = (lambda texts: similar(kind, texts)) if kind else (lambda texts: [0.0] * len(texts))
-        question_chain, kind_chain = similar(state.question, words), to_kind(words)
-        question_path = similar(state.question, [f"{w} : {c.label}" for w, c in zip(words, head)])
-        kind_relation, kind_name = to_kind(last), to_kind([c.label for c in head])
-        return [{"log_rank": math.log1p(i), "most_topics": float(c.topics == most), "meets": float(c.meets),
-                 "steps": float(c.trail.steps), "prior": state.votes.chain(_relations(c.trail)),
-                 "log_chain_ends": math.log1p(ends[chain]), "literal": float(bool(c.trail.end.literal)),
-                 "question_chain": question_chain[i], "question_path": question_path[i], "kind_chain": kind_chain[i],
-                 "kind_relation": kind_relation[i], "kind_name": kind_name[i]}
-                for i, (c, chain) in enumerate(zip(head, chains))]
+        state.trace.path_scorer = True
+        head = candidates[:SCORED]
+        return [head[i] for i in self.path_scorer.order(state.question, [scored_text(c) for c in head])] + candidates[SCORED:]
 
     def _filter_facts(self, state: WalkState, candidates: list[Candidate]) -> None:
         """The fact filter: of the facts about the candidates shown to extraction (their relations to
@@ -808,6 +780,13 @@ class KGQA(KGProgram):
                 if len(paths) < state.config.answer_paths:
                     paths.append(render.gcr_path(trail, label))
         return answers[: state.config.max_answers], paths
+
+
+def scored_text(candidate: Candidate) -> str:
+    """A candidate as the path scorer reads it: its path, and how many topic entities reach it
+    where more than one does (a conjunction's answer is reached from each entity it names)."""
+    more = f" ; reached from {candidate.topics} named entities" if candidate.topics > 1 else ""
+    return candidate.path + more
 
 
 def _names_values(state: WalkState) -> bool:

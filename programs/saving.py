@@ -1,13 +1,15 @@
 """A compiled program on disk: `DIR/program.json` (DSPy state, JSON only), `DIR/config.json`
 (graph, profile, LM, knobs, data, optimizer, versions) and, once compiled, `DIR/linking.json` (the
 entity linker's counts and weights), `DIR/chains.json` (the chain prior: training questions and
-their gold relation chains) and, compiled on request, `DIR/ranking.json` (the learned candidate
-ranking's weights). Loading checks the JSON's shape before DSPy sees it, so a tampered file is a
-clear error and nothing in it is executed."""
+their gold relation chains) and `DIR/path_scorer.safetensors` with `DIR/path_scorer.json` (the path
+scorer's fitted layers and settings: `programs.scorer`). Loading checks the JSON's shape before DSPy
+sees it, so a tampered file is a clear error and nothing in it is executed; weights are safetensors,
+never pickles."""
 
 from __future__ import annotations
 
 import json
+import logging
 import platform
 from collections.abc import Callable
 from importlib import metadata
@@ -19,10 +21,13 @@ from kgqa.programs.base import KGProgram
 from kgqa.programs.chains import ChainPrior
 from kgqa.programs.config import WalkConfig
 from kgqa.programs.linking import Linker
-from kgqa.programs.ranking import CandidateRanker
+from kgqa.programs.scorer import PathScorer
 
+log = logging.getLogger(__name__)
 PROGRAM_FILE, CONFIG_FILE, LINKING_FILE, CHAINS_FILE = "program.json", "config.json", "linking.json", "chains.json"
-RANKING_FILE = "ranking.json"
+# what programs of earlier kgqa versions hold that this one has retired: the logistic candidate ranking
+# (`ranking.json`, its switch `learned_ranking`), replaced by the path scorer
+RETIRED_FILES, RETIRED_WALK = ("ranking.json",), ("learned_ranking",)
 MAX_FILE_BYTES = 50_000_000
 MAX_STRING = 200_000
 _PREDICTOR_KEYS = {"traces", "train", "demos", "signature", "lm"}
@@ -52,14 +57,16 @@ def save_program(program: KGProgram, directory: str | Path, *, settings: dict) -
     program.save(str(directory / PROGRAM_FILE))
     _write_part(directory / LINKING_FILE, program.linker)
     _write_part(directory / CHAINS_FILE, program.chain_prior)
-    _write_part(directory / RANKING_FILE, program.ranker)
+    program.path_scorer.save(directory)
+    for name in RETIRED_FILES:
+        (directory / name).unlink(missing_ok=True)
     saved = {**settings, "walk": program.config.to_dict(), "versions": versions()}
     (directory / CONFIG_FILE).write_text(json.dumps(saved, indent=2, default=str) + "\n")
     return directory
 
 
-def _write_part(path: Path, part: Linker | ChainPrior | CandidateRanker) -> None:
-    """A compiled part beside the program (the linker, the chain prior, the ranking): written once trained; an
+def _write_part(path: Path, part: Linker | ChainPrior) -> None:
+    """A compiled part beside the program (the linker, the chain prior): written once trained; an
     untrained one leaves no file, so a stale part of an earlier compile is removed."""
     if part.trained:
         path.write_text(json.dumps(part.to_dict(), ensure_ascii=False))
@@ -94,7 +101,7 @@ def load_program(directory: str | Path, kg: KnowledgeGraph, *, settings: dict | 
     state = _read_json(path)  # its steps first: a program of an older walk also has older walk settings
     check_state(state, expected={name for name, _ in KGQA(kg).named_predictors()}, source=path)
     try:
-        walk = WalkConfig(**settings.get("walk", {}))
+        walk = WalkConfig(**{k: v for k, v in settings.get("walk", {}).items() if k not in RETIRED_WALK})
     except (TypeError, ValueError) as exc:
         raise ProgramFileError(f"{directory / CONFIG_FILE}: bad walk settings: {exc}") from None
     program = KGQA(kg, config=walk)
@@ -108,13 +115,20 @@ def load_program(directory: str | Path, kg: KnowledgeGraph, *, settings: dict | 
         program.linker = _read_part(directory / LINKING_FILE, Linker.from_dict)
     if (directory / CHAINS_FILE).is_file():
         program.chain_prior = _read_part(directory / CHAINS_FILE, ChainPrior.from_dict)
-    if (directory / RANKING_FILE).is_file():  # programs compiled before it keep the hand-set order
-        program.ranker = _read_part(directory / RANKING_FILE, CandidateRanker.from_dict)
+    try:  # a program compiled before the scorer (or with it off) has none: the hand-set order
+        program.path_scorer = PathScorer.load(directory)
+    except (ValueError, OSError) as exc:
+        raise ProgramFileError(f"{directory}: {exc}") from None
+    if not program.path_scorer.trained:
+        log.info("%s has no path scorer: the candidates keep the hand-set order", directory)
+    retired = [name for name in RETIRED_FILES if (directory / name).is_file()]
+    if retired:
+        log.info("%s holds %s of an earlier kgqa, no longer read (recompile for a path scorer)", directory, ", ".join(retired))
     return program
 
 
 def _read_part(path: Path, parse: Callable[[object], object]) -> object:
-    """A compiled part saved beside the program (the linker, the chain prior, the ranking), its shape checked by `parse`."""
+    """A compiled part saved beside the program (the linker, the chain prior), its shape checked by `parse`."""
     state = _read_json(path)
     _check_strings(state, path)
     try:

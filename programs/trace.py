@@ -64,7 +64,7 @@ class Trace:
     hops_walked: int = 0
     relation_path: list[list[str]] = field(default_factory=list)  # [relation, "out"|"in"] of the best trail
     prior_chains: list[list] = field(default_factory=list)  # [chain, weight]: the compiled chain prior's votes, heaviest first
-    learned_ranking: bool = False  # the candidates were ordered by the compiled ranking (`programs.ranking`)
+    path_scorer: bool = False  # the candidates were ordered by the compiled path scorer (`programs.scorer`)
     # per hop: its target, the relations offered, the relation prune's choice ("pruned"), the relations
     # gone on by ("chosen": that choice and the beam's), the edges reached
     walk: list[dict] = field(default_factory=list)

@@ -53,12 +53,21 @@ def test_compile_writes_program_config_and_an_mlflow_run(compiled):
     assert {"program.json", "config.json"} <= artifacts
 
 
-def test_compile_fits_the_learned_ranking_on_request(tmp_path):
+def test_compile_fits_the_path_scorer_and_the_switch_or_zero_questions_leave_it_out(tmp_path):
     out = tmp_path / "program"
-    result = kgqa("compile", "--train", "demo:train", "--kg", "demo", "--optimizer", "bootstrap", "--ranking-questions", "5",
+    result = kgqa("compile", "--train", "demo:train", "--kg", "demo", "--optimizer", "bootstrap", "--scorer-questions", "5",
                   "--lm", ORACLE, "--out", str(out), "--quiet", home=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert 1 <= json.loads((out / "ranking.json").read_text())["questions"] <= 5
+    assert 1 <= json.loads((out / "path_scorer.json").read_text())["report"]["questions"] <= 5
+    assert (out / "path_scorer.safetensors").is_file()
+    asked = kgqa("ask", "--program", str(out), "--kg", "demo", "--lm", ORACLE, "--json", "Who directed Parasite?", home=tmp_path)
+    assert asked.returncode == 0 and json.loads(asked.stdout)["trace"]["path_scorer"] is True, asked.stderr
+    off = kgqa("ask", "--program", str(out), "--kg", "demo", "--lm", ORACLE, "--json", "--off", "path_scorer",
+               "Who directed Parasite?", home=tmp_path)
+    assert off.returncode == 0 and json.loads(off.stdout)["trace"]["path_scorer"] is False, off.stderr
+    none = kgqa("compile", "--train", "demo:train", "--kg", "demo", "--optimizer", "bootstrap", "--scorer-questions", "0",
+                "--lm", ORACLE, "--out", str(out), "--quiet", home=tmp_path)
+    assert none.returncode == 0 and not (out / "path_scorer.json").exists(), none.stderr
 
 
 def test_evaluate_writes_records_as_it_goes_and_resumes(compiled):

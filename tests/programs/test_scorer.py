@@ -1,0 +1,79 @@
+"""The path scorer: fine-tuned from the packaged MiniLM on training walks, saved as safetensors."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from kgqa.programs.scorer import SETTINGS_FILE, WEIGHTS_FILE, PathScorer, ScorerGroup, ScorerSettings
+
+PEOPLE = ["Ada", "Boris", "Chen", "Dalia", "Emeka", "Farah", "Goran", "Hana", "Ivo", "Jun", "Kemal", "Lena"]
+CITIES = ["Lyon", "Porto", "Graz", "Turin", "Bergen", "Ghent", "Split", "Brno", "Cork", "Malmo", "Bari", "Tartu"]
+
+
+def walks(people: list[str], seed: int) -> list[ScorerGroup]:
+    """Questions that ask where someone was born or where they live, each walk reaching both: the
+    path by the relation the question asks about ends at the gold answer."""
+    rng = random.Random(seed)
+    out = []
+    for person in people:
+        born, lives, works = rng.sample(CITIES, 3)
+        paths = {"born": f"{person} -> person place of birth -> {born}", "lives": f"{person} -> person places lived -> {lives}",
+                 "works": f"{person} -> employment company location -> {works}"}
+        for asked, question in (("born", f"where was {person} born"), ("lives", f"which city does {person} live in")):
+            order = list(paths)
+            rng.shuffle(order)
+            out.append(ScorerGroup(question, [paths[k] for k in order], [k == asked for k in order]))
+    return out
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    settings = ScorerSettings(layers=1, epochs=8, learning_rate=3e-4, group=3, hard=1, batch_groups=4)
+    return PathScorer.fit(walks(PEOPLE[:8], seed=0), settings=settings)
+
+
+def test_an_untrained_scorer_keeps_the_order_given():
+    scorer = PathScorer()
+    assert not scorer.trained and scorer.order("q", ["a", "b", "c"]) == [0, 1, 2]
+
+
+def test_a_walk_without_a_gold_path_or_without_another_teaches_nothing():
+    useless = [ScorerGroup("q", ["a -> r -> b", "a -> s -> c"], [False, False]), ScorerGroup("q", ["a -> r -> b"], [True])]
+    assert not PathScorer.fit(useless).trained
+
+
+def test_fitted_on_training_walks_it_puts_the_path_the_question_asks_for_first_on_people_it_never_saw(fitted):
+    assert fitted.trained and fitted.report.questions == 16 and fitted.report.groups == 16
+    assert fitted.report.losses[-1] < fitted.report.losses[0]
+    unseen = walks(PEOPLE[8:], seed=1)
+    first = [walk.gold[fitted.order(walk.question, walk.paths)[0]] for walk in unseen]
+    assert sum(first) >= 7, first  # of 8; chance is 1 in 3
+
+
+def test_saved_as_safetensors_and_json_it_loads_with_the_same_scores(fitted, tmp_path):
+    fitted.save(tmp_path)
+    state = json.loads((tmp_path / SETTINGS_FILE).read_text())
+    assert state["version"] == 1 and state["settings"]["layers"] == 1 and state["report"]["questions"] == 16
+    assert (tmp_path / WEIGHTS_FILE).read_bytes()[:8] != b"\x80\x04\x95"  # not a pickle
+    loaded = PathScorer.load(tmp_path)
+    walk = walks(PEOPLE[8:9], seed=2)[0]
+    assert loaded.scores(walk.question, walk.paths) == pytest.approx(fitted.scores(walk.question, walk.paths), abs=0.05)
+    assert loaded.order(walk.question, walk.paths) == fitted.order(walk.question, walk.paths)
+    PathScorer().save(tmp_path)  # an untrained scorer leaves no stale files
+    assert not (tmp_path / WEIGHTS_FILE).exists() and not PathScorer.load(tmp_path).trained
+
+
+@pytest.mark.parametrize("spoil, error", [
+    (lambda d: (d / SETTINGS_FILE).write_text(json.dumps({"version": 7})), "not a kgqa path scorer"),
+    (lambda d: (d / SETTINGS_FILE).write_text(json.dumps({"version": 1, "settings": {"layers": 1, "rm": 1}})), "bad settings"),
+    (lambda d: (d / WEIGHTS_FILE).unlink(), "no path_scorer.safetensors"),
+    (lambda d: (d / WEIGHTS_FILE).write_bytes(b"not weights"), "not safetensors"),
+])
+def test_a_spoiled_scorer_is_a_clear_error(fitted, tmp_path, spoil, error):
+    fitted.save(tmp_path)
+    spoil(tmp_path)
+    with pytest.raises(ValueError, match=error):
+        PathScorer.load(tmp_path)
