@@ -8,7 +8,10 @@ samples with the LM, and keeps in `bench/results/ROW/`:
   program files, a hash of the code that answers), the compile seconds, each run's wall time and
   engine speed (`kgqa doctor`'s smoke test, measured before the run);
 - `program/`: the compiled program (`kgqa ask --program bench/results/ROW/program ...` loads it);
-- `records/SAMPLE.jsonl.gz`: one record per question, each carrying the stamp;
+- `records/SAMPLE.jsonl.gz`: one record per question, each carrying the stamp; a CWQ-mini row also
+  asks each sample of the path scorer alone (`SAMPLE-scorer-alone`: the compiled scorer's first
+  candidate on the walk with no LLM, so the LLM's share of the answer shows), and a row may ask it
+  again with a switch off (`SAMPLE-no-STEP`, `Row.off`: the same program and questions, paired);
 - `table.md`: the row's lines as the README shows them, and where the gold answer stood among the
   candidates shown to extraction (first, second or third, ...) with the share answered right there.
 
@@ -71,10 +74,14 @@ class Row:
     split: str = "test"  # CWQ-mini: test questions, or dev questions outside the compile sample
     types: tuple[str, ...] = ()  # CWQ-mini: only these compositionality types
     alone: bool = False  # also ask each sample with the path scorer alone (no LLM; sample "NAME-scorer-alone")
+    off: tuple[str, ...] = ()  # also ask each sample with each of these switched off (sample "NAME-no-STEP"): paired
     about: str = ""
 
     def spec(self) -> dict:
-        return {"system": SYSTEM, **asdict(self), "types": list(self.types)}
+        spec = {"system": SYSTEM, **asdict(self), "types": list(self.types), "off": list(self.off)}
+        if not self.off:  # a row that switches nothing off has the spec rows had before `off` was one
+            del spec["off"]
+        return spec
 
     def command(self, name: str) -> str:
         return f".venv/bin/python -m bench.reproduce {name}"
@@ -86,7 +93,7 @@ ROWS: dict[str, Row] = {
     "cwq-test-seed0": Row("cwq-mini", seed=0, per_hop=100, train=1500, alone=True, about="CWQ-mini test, 100 questions"),
     "cwq-test-seed1": Row("cwq-mini", seed=1, per_hop=100, train=1500, alone=True, about="CWQ-mini test, 100 questions"),
     "cwq-test-seed2": Row("cwq-mini", seed=2, per_hop=100, train=1500, alone=True, about="CWQ-mini test, 100 questions"),
-    "cwq-dev": Row("cwq-mini", seed=0, per_hop=100, train=1500, split="dev", alone=True,
+    "cwq-dev": Row("cwq-mini", seed=0, per_hop=100, train=1500, split="dev", alone=True, off=("path_scorer",),
                    about="CWQ-mini dev outside the compile sample, 100 questions: where changes are tuned"),
     "cwq-comp-sup": Row("cwq-mini", seed=0, per_hop=200, train=1500, types=("comparative", "superlative"),
                         about="every comparative and superlative CWQ-mini test question"),
@@ -200,6 +207,8 @@ class Sample:
     name: str
     examples: list
     answerable: list[str] = field(default_factory=list)  # ids of the questions some walk of its graph can answer
+    base: str = ""  # the sample this one asks again another way ("" for the program as compiled)
+    variant: str = ""  # how: ALONE (the path scorer alone), or the switch turned off
 
 
 def load_bench(row: Row, *, metaqa: Path | None = None, cwq: Path | None = None):
@@ -214,15 +223,35 @@ def load_bench(row: Row, *, metaqa: Path | None = None, cwq: Path | None = None)
 ALONE = "-scorer-alone"  # the suffix of a sample asked with the path scorer alone
 
 
-def samples_of(bench, *, alone: bool = False) -> list[Sample]:
-    """The bench's samples; with `alone`, each again as asked of the path scorer alone (after them all)."""
+def samples_of(bench, *, alone: bool = False, off: Sequence[str] = ()) -> list[Sample]:
+    """The bench's samples; after them all, each again as asked with each switch in `off` turned off
+    (paired: the same program and questions), then, with `alone`, of the path scorer alone."""
     from bench import accuracy
 
     found = []
     for name, examples in bench.test.items():
         reachable = [ex.id for ex in examples if accuracy.answerable(ex)] if bench.dataset == "cwq-mini" else []
         found.append(Sample(name, examples, reachable))
-    return found + [Sample(s.name + ALONE, s.examples, s.answerable) for s in found] if alone else found
+    again = [Sample(f"{s.name}-no-{step.replace('_', '-')}", s.examples, s.answerable, s.name, step) for step in off for s in found]
+    lone = [Sample(s.name + ALONE, s.examples, s.answerable, s.name, ALONE) for s in found] if alone else []
+    return found + again + lone
+
+
+def asker(sample: Sample, program, bench):
+    """What asks a sample's questions: the program as compiled, with one switch off, or its path scorer alone."""
+    from bench import accuracy
+
+    if sample.variant == ALONE:
+        return accuracy.scorer_alone(program, depth=bench.floor_depth(sample.base))
+    if sample.variant:
+        return _switched_off(program, sample.variant)
+    return program
+
+
+def _switched_off(program, step: str):
+    copy = program.deepcopy()
+    copy.config = program.config.without(step)
+    return copy
 
 
 def compile_fresh(row: Row, bench, directory: Path) -> float:
@@ -259,7 +288,6 @@ def run_row(name: str, row: Row, *, folder: Path, lm, lm_spec: str, fresh: bool 
     """Compile (unless the program of this code is there) and evaluate every sample; the manifest."""
     import dspy
 
-    from bench import accuracy
     from kgqa import tracking
     from kgqa.evaluate.runner import evaluate
     from kgqa.lm.adapter import ConstrainedJSONAdapter
@@ -268,7 +296,7 @@ def run_row(name: str, row: Row, *, folder: Path, lm, lm_spec: str, fresh: bool 
     started, clock, tree = datetime.now(timezone.utc), time.perf_counter(), git_state()
     folder.mkdir(parents=True, exist_ok=True)
     bench = bench or load_bench(row)
-    samples = samples_of(bench, alone=row.alone)
+    samples = samples_of(bench, alone=row.alone, off=row.off)
     code, previous = code_hash(), read_manifest(folder) or {}
     directory = folder / "program"
     same = (previous.get("spec") == row.spec() and previous.get("stamp", {}).get("code") == code
@@ -301,9 +329,7 @@ def run_row(name: str, row: Row, *, folder: Path, lm, lm_spec: str, fresh: bool 
         for sample in samples:
             live = unpack(folder, sample.name)
             before = _stamped(live, stamp)
-            base = sample.name.removesuffix(ALONE)
-            walker = accuracy.scorer_alone(program, depth=bench.floor_depth(base)) if sample.name.endswith(ALONE) else program
-            summary = evaluate(walker, sample.examples, out=live, stamp=stamp, progress=progress)
+            summary = evaluate(asker(sample, program, bench), sample.examples, out=live, stamp=stamp, progress=progress)
             tracking.log_metrics(f"{sample.name}.", summary.as_dict())
             asked += len(sample.examples) - before
             pack(folder, sample.name)

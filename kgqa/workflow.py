@@ -19,7 +19,8 @@ from kgqa.kg import KnowledgeGraph
 from kgqa.lm.errors import LMUnavailable
 from kgqa.optimizers.teleprompters import Budget, compile_program
 from kgqa.programs import KGQA, KGProgram, WalkConfig
-from kgqa.programs.saving import CONFIG_FILE, LINKING_FILE, PROGRAM_FILE, save_program
+from kgqa.programs.saving import CHAINS_FILE, CONFIG_FILE, LINKING_FILE, PROGRAM_FILE, save_program
+from kgqa.programs.scorer import SETTINGS_FILE, WEIGHTS_FILE
 from kgqa.programs.trace import StopReason, Trace
 
 
@@ -73,14 +74,18 @@ def compile_to_dir(
             )
         seconds = round(time.perf_counter() - start, 1)
         tracking.log_metrics("", {"compile_seconds": seconds})
+        scorer = getattr(compiled, "path_scorer", None)
+        if scorer is not None and scorer.trained:  # what the path scorer was fitted on, and in how long
+            report = scorer.report
+            tracking.log_metrics("scorer_", {"questions": report.questions, "groups": report.groups, "fit_seconds": report.seconds,
+                                             "last_loss": report.losses[-1] if report.losses else 0.0})
         save_program(compiled, out, settings={**settings, "optimizer": optimizer, "budget": asdict(budget), "compile_seconds": seconds})
         if devset:
             summaries["after"] = evaluate(compiled, devset, out=out / "dev_after.jsonl", threads=threads, progress=progress)
             tracking.log_metrics("dev_after_", summaries["after"].as_dict())
-        tracking.log_artifact(out / PROGRAM_FILE)
-        tracking.log_artifact(out / CONFIG_FILE)
-        if (out / LINKING_FILE).is_file():
-            tracking.log_artifact(out / LINKING_FILE)
+        for name in (PROGRAM_FILE, CONFIG_FILE, LINKING_FILE, CHAINS_FILE, SETTINGS_FILE, WEIGHTS_FILE):
+            if (out / name).is_file():  # the compiled parts there are (an untrained one leaves no file)
+                tracking.log_artifact(out / name)
         serving.log_model(out, registered_name=register)
     return summaries
 

@@ -40,7 +40,8 @@ def test_compile_writes_program_config_and_an_mlflow_run(compiled):
     assert config["lm"] == ORACLE and config["walk"]["depth"] == 3 and "dspy" in config["versions"]
     assert "dev, before compiling" in stdout and "dev, after compiling" in stdout
     assert config["compile_seconds"] > 0 and f"compiled in {config['compile_seconds']} s" in stdout
-    assert not (out / "ranking.json").exists()  # the learned ranking is compiled only on request
+    scorer = json.loads((out / "path_scorer.json").read_text())  # the path scorer, fitted on the teacher's walks
+    assert 1 <= scorer["report"]["questions"] <= 6 and (out / "path_scorer.safetensors").is_file()
 
     import mlflow
 
@@ -50,7 +51,8 @@ def test_compile_writes_program_config_and_an_mlflow_run(compiled):
     assert run["params.optimizer"] == "bootstrap" and run["metrics.dev_after_hits1"] == 1.0
     assert "metrics.dev_before_hits1" in runs and run["metrics.compile_seconds"] == config["compile_seconds"]
     artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(run["run_id"])}
-    assert {"program.json", "config.json"} <= artifacts
+    assert {"program.json", "config.json", "chains.json", "path_scorer.json", "path_scorer.safetensors"} <= artifacts
+    assert run["metrics.scorer_questions"] == scorer["report"]["questions"] and run["metrics.scorer_fit_seconds"] > 0
 
 
 def test_compile_fits_the_path_scorer_and_the_switch_or_zero_questions_leave_it_out(tmp_path):

@@ -163,16 +163,21 @@ def test_a_run_cut_short_leaves_a_manifest_and_its_records_for_the_next(row, mon
     assert manifest["runs"][-1]["questions_asked"] == 2 and len(reproduce.read_packed(folder, "test")) == 4
 
 
-def test_a_row_with_the_scorer_alone_asks_each_sample_again_without_the_lm(tmp_path, monkeypatch):
-    alone = reproduce.Row("metaqa", seed=0, per_hop=4, train=12, alone=True, about="demo")
-    monkeypatch.setitem(reproduce.ROWS, "demo-alone", alone)
+def test_a_row_asks_each_sample_again_with_a_switch_off_and_with_the_scorer_alone_without_the_lm(tmp_path, monkeypatch):
+    again = reproduce.Row("metaqa", seed=0, per_hop=4, train=12, alone=True, off=("path_scorer",), about="demo")
+    monkeypatch.setitem(reproduce.ROWS, "demo-again", again)
     monkeypatch.setenv("KGQA_HOME", str(tmp_path / "home"))
     lm = scripted_lm({}, default=lambda inputs: "no idea")
-    folder = tmp_path / "results" / "demo-alone"
-    manifest = reproduce.run_row("demo-alone", alone, folder=folder, lm=lm, lm_spec="scripted", bench=demo_bench(), progress=False)
-    assert list(manifest["samples"]) == ["test", "test-scorer-alone"]
-    records = reproduce.read_packed(folder, "test-scorer-alone")
-    assert len(records) == 4 and all(r["trace"]["llm_calls"] == 0 for r in records)
-    assert all(r["stamp"] == manifest["stamp"] for r in records)
-    lines = reproduce.row_lines("demo-alone", folder)
-    assert [line.split(" | ")[1] for line in lines] == ["test", "test-scorer-alone"] and " | 0.00 | 0 | " in lines[1]
+    folder = tmp_path / "results" / "demo-again"
+    manifest = reproduce.run_row("demo-again", again, folder=folder, lm=lm, lm_spec="scripted", bench=demo_bench(), progress=False)
+    assert list(manifest["samples"]) == ["test", "test-no-path-scorer", "test-scorer-alone"]
+    assert manifest["spec"]["off"] == ["path_scorer"] and manifest["spec"]["alone"] is True
+    scored, unscored = reproduce.read_packed(folder, "test"), reproduce.read_packed(folder, "test-no-path-scorer")
+    assert [r["id"] for r in scored] == [r["id"] for r in unscored]  # paired: the same questions, the same program
+    assert any(r["trace"]["path_scorer"] for r in scored) and not any(r["trace"]["path_scorer"] for r in unscored)
+    alone = reproduce.read_packed(folder, "test-scorer-alone")
+    assert len(alone) == 4 and all(r["trace"]["llm_calls"] == 0 for r in alone)
+    assert all(r["stamp"] == manifest["stamp"] for r in alone)
+    lines = reproduce.row_lines("demo-again", folder)
+    assert [line.split(" | ")[1] for line in lines] == ["test", "test-no-path-scorer", "test-scorer-alone"]
+    assert " | 0.00 | 0 | " in lines[2]
