@@ -171,9 +171,7 @@ def build(system: str, bench: Bench, out: Path, walk: WalkConfig, sample: str):
     if system == "uncompiled":
         return KGQA(bench.kg, config=walk)
     if system in ABLATIONS:  # the compiled program, one step off
-        program = build("bootstrap", bench, out, walk, sample)
-        program.config = program.config.without(ablated_step(system))
-        return program
+        return switched_off(build("bootstrap", bench, out, walk, sample), ablated_step(system))
     program, optimizer = KGQA(bench.kg, config=walk), system
     directory = out / f"program-{system}"
     if not (directory / "program.json").exists():  # compile once, reuse across samples and reruns
@@ -192,10 +190,15 @@ def scorer_alone(compiled: KGQA, *, depth: int) -> SimilarityWalk:
     """The compiled program's linker, chain prior and path scorer on the walk with no LM (`depth`
     hops, every choice by similarity): the scorer's first candidate, and the other ends of its
     chain, answer."""
-    walker = SimilarityWalk(compiled.kg, config=replace(compiled.config, depth=depth), embedder=compiled.embedder,
-                            path_scorer=compiled.path_scorer)
-    walker.linker, walker.chain_prior = compiled.linker, compiled.chain_prior
-    return walker
+    return SimilarityWalk(compiled.kg, config=replace(compiled.config, depth=depth), embedder=compiled.embedder,
+                          linker=compiled.linker, chain_prior=compiled.chain_prior, path_scorer=compiled.path_scorer)
+
+
+def switched_off(program: KGQA, step: str) -> KGQA:
+    """A copy of `program` with `step` switched off (`WalkConfig.without`); the program itself is left as it is."""
+    copy = program.deepcopy()
+    copy.config = program.config.without(step)
+    return copy
 
 
 def stopped(records: list[dict], examples: dict) -> tuple[int, int, int]:
@@ -398,6 +401,7 @@ def skipped_throughout(record: dict, step: str) -> bool:
 
 
 def ablated_step(system: str) -> str:
+    """The step a `bootstrap-no-STEP` system switches off."""
     return system.removeprefix("bootstrap-no-").replace("-", "_")
 
 

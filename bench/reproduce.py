@@ -244,14 +244,8 @@ def asker(sample: Sample, program, bench):
     if sample.variant == ALONE:
         return accuracy.scorer_alone(program, depth=bench.floor_depth(sample.base))
     if sample.variant:
-        return _switched_off(program, sample.variant)
+        return accuracy.switched_off(program, sample.variant)
     return program
-
-
-def _switched_off(program, step: str):
-    copy = program.deepcopy()
-    copy.config = program.config.without(step)
-    return copy
 
 
 def compile_fresh(row: Row, bench, directory: Path) -> float:

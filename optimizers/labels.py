@@ -79,7 +79,7 @@ def walked_chains(example: dspy.Example, *, skips: Callable[[str], bool] | None 
     for layer in graph_chains(example, skips=skips, longest=longest):
         hits = [chain for chain, ends in layer.items() if gold_among(example, ends)]
         if hits:
-            return [list(chain) for chain in hits]
+            return [list(chain) for chain in sorted(hits)]  # sorted: set order follows the hash seed
     return []
 
 

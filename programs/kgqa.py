@@ -50,11 +50,11 @@ from kgqa.data.questions import question_problem
 from kgqa.kg import Direction, Edge, KnowledgeGraph, Step
 from kgqa.programs import render, values
 from kgqa.programs.base import KGProgram, WalkState, question_shape
-from kgqa.programs.chains import Votes
+from kgqa.programs.chains import ChainPrior, Votes
 from kgqa.programs.config import WalkConfig
 from kgqa.programs.embedder import Embedder
 from kgqa.programs.linking import Candidate as LinkCandidate
-from kgqa.programs.linking import Linking
+from kgqa.programs.linking import Linker, Linking
 from kgqa.programs.scorer import PathScorer
 from kgqa.programs.trace import StopReason, Trace, token_totals
 from kgqa.programs.trails import Hop, Trail
@@ -73,6 +73,7 @@ from kgqa.signatures import (
 log = logging.getLogger(__name__)
 _LOGGED_RELATIONS, _LOGGED_EDGES = 12, 60  # per hop, in the trace's `walk`
 _PAIRS_PER_CHAIN = 30  # ends of one relation chain scored with their names
+_BEAM_TRAILS = 3  # trails of one relation the path scorer reads when it fills the beam
 _NOT_GONE_ON = 0.25  # the score factor of a relation neither the prune nor similarity chose (its ends stay candidates)
 _PLANNED_BONUS = 0.3  # added to the similarity (0..1) of a candidate on the plan's chosen chain at its depth
 _VALUES_PER_FACT = 3  # values of one (candidate, relation) shown in one fact
@@ -113,9 +114,9 @@ class KGQA(KGProgram):
 
     def __init__(
         self, kg: KnowledgeGraph | None = None, *, config: WalkConfig | None = None, embedder: Embedder | None = None,
-        path_scorer: PathScorer | None = None,
+        linker: Linker | None = None, chain_prior: ChainPrior | None = None, path_scorer: PathScorer | None = None,
     ) -> None:
-        super().__init__(kg, config=config, embedder=embedder)
+        super().__init__(kg, config=config, embedder=embedder, linker=linker, chain_prior=chain_prior)
         self.path_scorer = path_scorer or PathScorer()
         self.plan = dspy.Predict(Plan)
         self.prune_relations = dspy.Predict(PruneRelations)
@@ -379,16 +380,32 @@ class KGQA(KGProgram):
 
     def _beam(self, state: WalkState, by_label: dict[str, list[Trail]], chosen: list[str]) -> list[tuple[str, float]]:
         """The relations the walk goes on by, with the factor their trails' scores take: the relation
-        prune's choices (1.0), then the others whose chains are most like the question, or begin the
-        chains that training questions like it went by (0.5), up to `beam_width` (retrieval breadth:
-        a poor choice loses no candidate similarity would find)."""
+        prune's choices (1.0), then the others most likely to lead to the answer (0.5), up to
+        `beam_width` (retrieval breadth: a poor choice loses no candidate the beam would find). Most
+        likely: by the compiled path scorer where there is one (`_beam_scores`), else the chains most
+        like the question, or beginning the chains that training questions like it went by."""
         others = [label for label in by_label if label not in chosen]
-        words = [_chain_words(_chain(by_label[label][0])) for label in others]
-        similar = self.embedder.similarities(state.question, words) if others else []
-        weight = state.config.prior_weight
-        scores = {label: s + weight * state.votes.prefix(_relations(by_label[label][0])) for label, s in zip(others, similar)}
+        scores = self._beam_scores(state, {label: by_label[label] for label in others}) if others else {}
         filled = sorted(others, key=lambda label: (-scores[label], label))[: max(0, state.config.beam_width - len(chosen))]
         return [(label, 1.0) for label in chosen] + [(label, 0.5) for label in filled]
+
+    def _beam_scores(self, state: WalkState, by_label: dict[str, list[Trail]]) -> dict[str, float]:
+        """How likely each relation is to lead to the answer. With the path scorer: its best score
+        for the first `_BEAM_TRAILS` trails the relation reached (a path to an entity on the way
+        reads like one to an answer). Without: similarity of the chain's words to the question, plus
+        the chain prior's weight for the chains it begins."""
+        if state.config.path_scorer and self.path_scorer.trained:
+            state.trace.path_scorer = True
+            trails = [(label, t) for label, reached in by_label.items() for t in reached[:_BEAM_TRAILS]]
+            scored = self.path_scorer.scores(state.question, [render.plain_path(t) for _, t in trails])
+            best: dict[str, float] = {}
+            for (label, _), score in zip(trails, scored):
+                best[label] = max(best.get(label, score), score)
+            return best
+        labels = list(by_label)
+        similar = self.embedder.similarities(state.question, [_chain_words(_chain(by_label[label][0])) for label in labels])
+        weight = state.config.prior_weight
+        return {label: s + weight * state.votes.prefix(_relations(by_label[label][0])) for label, s in zip(labels, similar)}
 
     def _prune_entities(self, state: WalkState, trails: list[Trail]) -> list[Trail]:
         """The entity prune: when the plan sets conditions and more entities are reached than

@@ -127,8 +127,8 @@ class PathScorer:
         started = time.perf_counter()
         torch.manual_seed(settings.seed)
         tokenizer, encoder, head = scorer._parts(fresh=True)
-        trained = _trained_parameters(encoder, head, settings.layers)
-        layers, new = trained[: -len(list(head.parameters()))], list(head.parameters())
+        layers, new = _trained_parameters(encoder, settings.layers), list(head.parameters())
+        trained = layers + new
         optimizer = torch.optim.AdamW([{"params": layers}, {"params": new, "lr": settings.learning_rate * _HEAD_RATE}],
                                       lr=settings.learning_rate, weight_decay=0.01)
         steps = settings.epochs * math.ceil(len(groups) / settings.batch_groups)
@@ -268,14 +268,15 @@ def _top_layer_names(encoder, layers: int) -> list[str]:
     return [f"encoder.layer.{i}." for i in range(count - layers, count)]
 
 
-def _trained_parameters(encoder, head, layers: int) -> list:
+def _trained_parameters(encoder, layers: int) -> list:
+    """The encoder's top `layers` layers' parameters, the only ones left to learn (the rest frozen)."""
     tops = _top_layer_names(encoder, layers)
     trained = []
     for name, parameter in encoder.named_parameters():
         parameter.requires_grad = any(name.startswith(top) for top in tops)
         if parameter.requires_grad:
             trained.append(parameter)
-    return trained + list(head.parameters())
+    return trained
 
 
 def _tuned_state(encoder, head, layers: int) -> dict:

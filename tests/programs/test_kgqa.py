@@ -766,6 +766,30 @@ def test_the_path_scorer_orders_the_candidates_and_its_switch_restores_the_hand_
         assert program(question=question).answers[0] == "Laguna Beach"
 
 
+def test_the_path_scorer_fills_the_beam_with_the_relations_it_scores_best(tmp_path):
+    from kgqa.programs.scorer import PathScorer, ScorerGroup, ScorerSettings
+
+    kg = _metaqa_kg(tmp_path, ("Lauren", "friend", "Ann"), ("Lauren", "neighbor", "Bob"), ("Ann", "born_in", "Ames"),
+                    ("Bob", "born_in", "Bath"))
+    question = "where was the pal of [Lauren] born"
+    program = KGQA(kg, config=WalkConfig(relation_prune=False, beam_width=1, extraction=False))
+    with dspy.context(lm=oracle(["born_in"], hops=2)):
+        plain = program(question=question)
+    assert plain.trace.walk[0]["chosen"] == ["neighbor"] and not plain.trace.path_scorer  # the chain whose words are most like the question
+    # training walks in which a pal was a friend, never a neighbor
+    names = ["Ana", "Bea", "Cy", "Dov", "Eli", "Fay", "Gus", "Ida", "Jo", "Kai", "Lou", "Max"]
+    walks = [ScorerGroup(f"where was the pal of [{n}] born", [f"{n} -> neighbor -> Sam", f"{n} -> friend -> Pat"], [False, True])
+             for n in names]
+    program.path_scorer = PathScorer.fit(walks, settings=ScorerSettings(layers=1, epochs=6, learning_rate=3e-4, group=2, hard=1))
+    with dspy.context(lm=oracle(["born_in"], hops=2)):
+        scored = program(question=question)
+    assert scored.trace.walk[0]["chosen"] == ["friend"] and scored.trace.path_scorer
+    assert scored.trace.candidates[0] == "Ames"  # reached past the relation the beam kept
+    program.config = program.config.without("path_scorer")
+    with dspy.context(lm=oracle(["born_in"], hops=2)):
+        assert program(question=question).trace.walk[0]["chosen"] == ["neighbor"]
+
+
 def test_where_the_question_compares_a_value_the_answers_it_holds_for_answer(kg, ids):
     # extraction answers Titanic, which brings every film of its chain; the release dates decide
     lm = oracle(["film.film.directed_by (reverse)"], hops=1, extracted_answers=lambda i: {"extracted_answers": ["Titanic"]})
