@@ -3,16 +3,19 @@ the candidates of CWQ-mini dev questions outside the compile sample.
 
 Fits the scorer as compiling does (`optimizers.labels.gold_labels`: the gold-path teacher's walks of
 the `--train` compile questions of `bench.accuracy`'s CWQ-mini dev split, seed `--seed`), once per
-`--kinds` (cross-encoder, bi-encoder), and scores the candidates of `--dev` dev questions walked two
-ways, neither with an LLM:
+`--kinds` (cross-encoder, bi-encoder) and settings of `--variants`, and scores the candidates of
+`--dev` dev questions walked two ways, neither with an LLM:
 - teacher: the gold-path teacher's walk (the relations a right relation prune would choose);
 - similarity: every choice by embedding similarity, 2 hops (`bench.accuracy`'s floor walk).
 For each: the share of questions whose gold answer is first, among the first 3, among the first 10
 and among the candidates at all, in the hand-set order and in each scorer's order; the fit's
-seconds and the scoring seconds. The walks are cached in the output folder (`walks-*.json`), so a
+seconds and the scoring seconds; and, paired with the first scorer fitted, how many questions each
+other scorer puts a gold answer first on that it did not, and the other way round (a difference of
+a few questions in 300 is noise). The walks are cached in the output folder (`walks-*.json`), so a
 rerun fits and scores only. No number here is an answer rate: `bench.reproduce` measures those.
 
     .venv/bin/python -m bench.path_scorer --train 1500 --dev 300 --out runs/path-scorer
+    .venv/bin/python -m bench.path_scorer --kinds bi --variants '[{"layers": 2}, {"layers": 4}]'
 """
 
 from __future__ import annotations
@@ -78,13 +81,24 @@ def scorer_order(scorer: PathScorer):
     return lambda walk: scorer.order(walk.question, walk.paths)
 
 
+def firsts(walks: list[ScorerGroup], order) -> list[bool]:
+    """For each walk, whether its first candidate in `order` is a gold answer."""
+    return [bool(walk.paths) and walk.gold[order(walk)[0]] for walk in walks]
+
+
+def paired(base: list[bool], other: list[bool]) -> tuple[int, int]:
+    """(gained, lost): the walks `other` gets right that `base` does not, and the other way round."""
+    return sum(o and not b for b, o in zip(base, other)), sum(b and not o for b, o in zip(base, other))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--train", type=int, default=1500)
     parser.add_argument("--dev", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--kinds", default="cross,bi")
-    parser.add_argument("--settings", default="{}", help="ScorerSettings fields as JSON, for every kind")
+    parser.add_argument("--kinds", default="bi")
+    parser.add_argument("--settings", default="{}", help="ScorerSettings fields as JSON, for every kind and variant")
+    parser.add_argument("--variants", default="[{}]", help="a JSON list of ScorerSettings fields: one scorer fitted for each (and each kind)")
     parser.add_argument("--out", type=Path, default=Path("runs/path-scorer"))
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -94,21 +108,29 @@ def main(argv: list[str] | None = None) -> int:
     train = cached(args.out / f"walks-train-{args.train}-seed{args.seed}.json", lambda: teacher_walks(program, bench.train, bench.kg))
     views = {"teacher": cached(args.out / f"walks-dev-teacher-{args.dev}-seed{args.seed}.json", lambda: teacher_walks(program, dev, bench.kg)),
              "similarity": cached(args.out / f"walks-dev-similarity-{args.dev}-seed{args.seed}.json", lambda: similarity_walks(bench, dev))}
-    rows = [(view, "hand-set order", places(walks), "", "") for view, walks in views.items()]
+    rows = [(view, "hand-set order", places(walks), "", "", "") for view, walks in views.items()]
+    first: dict[str, list[bool]] = {}  # the first scorer's first places, per walk view
     for kind in args.kinds.split(","):
-        settings = ScorerSettings(**{**json.loads(args.settings), "kind": kind})
-        scorer = PathScorer.fit(train, settings=settings)
-        print(f"{kind}: fitted on {scorer.report.questions} walks, {scorer.report.groups} groups, {scorer.report.seconds:.0f} s, "
-              f"losses {scorer.report.losses}", flush=True)
-        for view, walks in views.items():
-            started = time.perf_counter()
-            found = places(walks, scorer_order(scorer))
-            rows.append((view, f"{kind}-encoder", found, f"{scorer.report.seconds:.0f}", f"{time.perf_counter() - started:.0f}"))
+        for variant in json.loads(args.variants):
+            settings = ScorerSettings(**{**json.loads(args.settings), **variant, "kind": kind})
+            name = f"{kind}-encoder" + (f" {json.dumps(variant)}" if variant else "")
+            scorer = PathScorer.fit(train, settings=settings)
+            print(f"{name}: fitted on {scorer.report.questions} walks, {scorer.report.groups} groups, "
+                  f"{scorer.report.seconds:.0f} s, losses {scorer.report.losses}", flush=True)
+            for view, walks in views.items():
+                started = time.perf_counter()
+                found = places(walks, scorer_order(scorer))
+                seconds = f"{time.perf_counter() - started:.0f}"
+                right = firsts(walks, scorer_order(scorer))
+                versus = "+{} / -{}".format(*paired(first[view], right)) if view in first else "(the base)"
+                first.setdefault(view, right)
+                rows.append((view, name, found, f"{scorer.report.seconds:.0f}", seconds, versus))
     lines = [f"CWQ-mini dev, {len(dev)} questions outside the compile sample (seed {args.seed}); fitted on the teacher walks "
              f"of {args.train} compile questions; settings {args.settings}", "",
-             "| walk | order | gold first | in top 3 | in top 10 | among candidates | fit s | scoring s |", "|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {view} | {order} | {' | '.join(f'{v:.3f}' for v in found.values())} | {fit} | {scoring} |"
-              for view, order, found, fit, scoring in rows]
+             "| walk | order | gold first | in top 3 | in top 10 | among candidates | fit s | scoring s | first: gained / lost |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {view} | {order} | {' | '.join(f'{v:.3f}' for v in found.values())} | {fit} | {scoring} | {versus} |"
+              for view, order, found, fit, scoring, versus in rows]
     (args.out / "table.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

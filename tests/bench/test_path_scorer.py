@@ -15,3 +15,14 @@ def test_places_count_the_walks_whose_gold_answer_is_within_each_cut_in_the_orde
     reversed_order = places(walks, lambda walk: list(range(len(walk.paths)))[::-1])
     assert reversed_order == {"first": 0.5, "top 3": 0.75, "top 10": 0.75, "any": 0.75}
     assert places([]) == dict.fromkeys(("first", "top 3", "top 10", "any"), 0.0)
+
+
+def test_first_places_are_paired_walk_by_walk():
+    from bench.path_scorer import firsts, paired
+
+    walks = [ScorerGroup("q1", ["a", "b"], [False, True]), ScorerGroup("q2", ["a", "b"], [True, False]),
+             ScorerGroup("q3", [], []), ScorerGroup("q4", ["a", "b"], [False, False])]
+    as_given = firsts(walks, lambda walk: list(range(len(walk.paths))))
+    reversed_order = firsts(walks, lambda walk: list(range(len(walk.paths)))[::-1])
+    assert as_given == [False, True, False, False] and reversed_order == [True, False, False, False]
+    assert paired(as_given, reversed_order) == (1, 1) and paired(as_given, as_given) == (0, 0)
