@@ -2,7 +2,8 @@
 the candidates of CWQ-mini dev questions outside the compile sample.
 
 Fits the scorer as compiling does (`optimizers.labels.gold_labels`: the gold-path teacher's walks of
-the `--train` compile questions of `bench.accuracy`'s CWQ-mini dev split, seed `--seed`), once per
+the `--train` compile questions of `bench.accuracy`'s CWQ-mini dev split, seed `--seed`; `--fit-on
+similarity` or `both`: their LLM-free walks instead or as well), once per
 `--kinds` (cross-encoder, bi-encoder) and settings of `--variants`, and scores the candidates of
 `--dev` dev questions walked two ways, neither with an LLM:
 - teacher: the gold-path teacher's walk (the relations a right relation prune would choose);
@@ -99,13 +100,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kinds", default="bi")
     parser.add_argument("--settings", default="{}", help="ScorerSettings fields as JSON, for every kind and variant")
     parser.add_argument("--variants", default="[{}]", help="a JSON list of ScorerSettings fields: one scorer fitted for each (and each kind)")
+    parser.add_argument("--fit-on", choices=("teacher", "similarity", "both"), default="teacher",
+                        help="the compile questions' walks fitted on: the gold-path teacher's (as compiling does), the LLM-free walk's, or both")
     parser.add_argument("--out", type=Path, default=Path("runs/path-scorer"))
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     bench = cwq_bench(args.dev, args.train, args.seed, CWQ_MINI, split="dev")
     program = KGQA(bench.kg, config=bench.walk(WalkConfig()))
     dev = bench.test["dev"]
-    train = cached(args.out / f"walks-train-{args.train}-seed{args.seed}.json", lambda: teacher_walks(program, bench.train, bench.kg))
+    train = []
+    if args.fit_on in ("teacher", "both"):  # what compiling fits on
+        train += cached(args.out / f"walks-train-{args.train}-seed{args.seed}.json", lambda: teacher_walks(program, bench.train, bench.kg))
+    if args.fit_on in ("similarity", "both"):  # the LLM-free walk's candidates of the same questions
+        train += cached(args.out / f"walks-train-similarity-{args.train}-seed{args.seed}.json", lambda: similarity_walks(bench, bench.train))
     views = {"teacher": cached(args.out / f"walks-dev-teacher-{args.dev}-seed{args.seed}.json", lambda: teacher_walks(program, dev, bench.kg)),
              "similarity": cached(args.out / f"walks-dev-similarity-{args.dev}-seed{args.seed}.json", lambda: similarity_walks(bench, dev))}
     rows = [(view, "hand-set order", places(walks), "", "", "") for view, walks in views.items()]
@@ -125,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
                 versus = "+{} / -{}".format(*paired(first[view], right)) if view in first else "(the base)"
                 first.setdefault(view, right)
                 rows.append((view, name, found, f"{scorer.report.seconds:.0f}", seconds, versus))
-    lines = [f"CWQ-mini dev, {len(dev)} questions outside the compile sample (seed {args.seed}); fitted on the teacher walks "
+    lines = [f"CWQ-mini dev, {len(dev)} questions outside the compile sample (seed {args.seed}); fitted on the {args.fit_on} walks "
              f"of {args.train} compile questions; settings {args.settings}", "",
              "| walk | order | gold first | in top 3 | in top 10 | among candidates | fit s | scoring s | first: gained / lost |",
              "|---|---|---|---|---|---|---|---|---|"]
