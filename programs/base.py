@@ -23,10 +23,9 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 from kgqa.data.questions import few
+from kgqa.errors import LMUnavailable
 from kgqa.kg import Edge, KGError, KnowledgeGraph, Node, Step
 from kgqa.kg.errors import InvalidTermError
-from kgqa.lm.adapter import choices
-from kgqa.lm.errors import LMUnavailable
 from kgqa.programs.chains import ChainPrior, Votes
 from kgqa.programs.config import WalkConfig
 from kgqa.programs.deadline import Cut, Deadline
@@ -36,6 +35,7 @@ from kgqa.programs.linking import Linker, Linking
 from kgqa.programs.selection import select
 from kgqa.programs.trace import StopReason, Trace, token_totals
 from kgqa.programs.trails import Hop, Trail
+from kgqa.signatures.choices import choices
 
 log = logging.getLogger(__name__)
 _BRACKETED = re.compile(r"\[([^\[\]]{1,200})\]")

@@ -29,7 +29,7 @@
 
 Every step can be switched off (`WalkConfig`), and the trace records, for each step, whether it ran,
 was skipped (and why) or fell back. Choices are typed as the candidates offered
-(`kgqa.lm.adapter.choices`), so an LM that takes a JSON schema cannot invent or over-select one;
+(`kgqa.signatures.choices`), so an LM that takes a JSON schema cannot invent or over-select one;
 every selection is still checked against its candidates. A step whose reply is unusable falls back
 to embedding similarity; an LM that does not answer ends the question (`StopReason.LM_ERROR`).
 """
