@@ -78,9 +78,9 @@ class WalkConfig:
         (`programs.chains`: the relation chains the nearest training questions went by), its
         weight (0..1, the share of those questions) times `prior_weight` added to a candidate's
         similarity score (0..1). No effect on a program compiled without gold paths.
-    path_scorer: order the candidate answers by the compiled path scorer (`programs.scorer`: a
-        cross-encoder fine-tuned on the gold-path teacher's walks of training questions) instead of
-        the hand-set order. No effect on a program compiled without one.
+    path_scorer: order the candidate answers, and fill the beam, by the compiled path scorer
+        (`programs.scorer`: MiniLM fine-tuned on the gold-path teacher's walks of training questions)
+        instead of the hand-set order. No effect on a program compiled without one.
     """
 
     depth: int = 3
