@@ -26,8 +26,8 @@ from pathlib import Path
 
 import dspy
 
+from kgqa.errors import LMUnavailable
 from kgqa.evaluate.metrics import example_scores, same_answer
-from kgqa.lm.errors import LMUnavailable
 from kgqa.programs.render import fact_names
 from kgqa.programs.trace import StopReason, Trace
 

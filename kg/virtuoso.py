@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kgqa.kg.errors import KGError
-from kgqa.processes import dies_with_parent
+from kgqa.kg.processes import dies_with_parent
 
 GRAPH = "http://kgqa.local/graph"
 

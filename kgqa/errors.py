@@ -14,6 +14,16 @@ class KGQAError(Exception):
 
 
 
+class LMUnavailable(KGQAError, RuntimeError):
+    """The LM did not answer: connection refused or reset, timed out, a server error after
+    retries, or an engine failure that is not about the model's text.
+
+    A model that answers badly (garbage, an invented choice, JSON that does not parse) is the
+    model's answer quality: the program falls back and goes on. A model that does not answer at all
+    is an outage: the question ends with an error record, `kgqa evaluate` resumes it on the next
+    run, `kgqa ask` exits non-zero and a served program answers 503."""
+
+
 class PathError(KGQAError, OSError):
     """A file or folder the user named is missing, unreadable or unwritable."""
 

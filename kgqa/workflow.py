@@ -14,9 +14,9 @@ from pathlib import Path
 import dspy
 
 from kgqa import serving, tracking
+from kgqa.errors import LMUnavailable
 from kgqa.evaluate.runner import LMDown, Summary, evaluate, read_records
 from kgqa.kg import KnowledgeGraph
-from kgqa.lm.errors import LMUnavailable
 from kgqa.optimizers.teleprompters import Budget, compile_program
 from kgqa.programs import KGQA, KGProgram, WalkConfig
 from kgqa.programs.saving import CHAINS_FILE, CONFIG_FILE, LINKING_FILE, PROGRAM_FILE, save_program

@@ -21,8 +21,8 @@ import dspy
 from kgqa.evaluate.metrics import gold_paths, gold_relation_paths, normalize, same_answer
 from kgqa.kg import Direction, KnowledgeGraph
 from kgqa.lm.scripted import scripted_lm
-from kgqa.programs.kgqa import hop_kind
 from kgqa.programs.linking import is_topic
+from kgqa.programs.question import hop_kind
 from kgqa.programs.render import fact_names
 from kgqa.programs.scorer import ScorerGroup
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -23,22 +22,22 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 from kgqa.data.questions import few
+from kgqa.errors import LMUnavailable
 from kgqa.kg import Edge, KGError, KnowledgeGraph, Node, Step
 from kgqa.kg.errors import InvalidTermError
-from kgqa.lm.adapter import choices
-from kgqa.lm.errors import LMUnavailable
 from kgqa.programs.chains import ChainPrior, Votes
 from kgqa.programs.config import WalkConfig
 from kgqa.programs.deadline import Cut, Deadline
 from kgqa.programs.embedder import Embedder
 from kgqa.programs.linking import Candidate as LinkCandidate
 from kgqa.programs.linking import Linker, Linking
+from kgqa.programs.question import BRACKETED, Question, question_shape
 from kgqa.programs.selection import select
 from kgqa.programs.trace import StopReason, Trace, token_totals
 from kgqa.programs.trails import Hop, Trail
+from kgqa.signatures.choices import choices
 
 log = logging.getLogger(__name__)
-_BRACKETED = re.compile(r"\[([^\[\]]{1,200})\]")
 
 
 @dataclass
@@ -51,6 +50,7 @@ class WalkState:
     topics: list[Node] = field(default_factory=list)
     hop_targets: list[str] = field(default_factory=list)  # the plan: what each hop reaches
     conditions: list[str] = field(default_factory=list)  # the plan: what the answer must satisfy
+    asked: Question | None = None  # the question's words as the walk reads them, once its topic entities are known
     seen: dict[str, Trail] = field(default_factory=dict)
     reached: list[Trail] = field(default_factory=list)  # every trail the walk reached, at every depth: the candidates
     relations: dict = field(default_factory=dict)  # entity id -> the edges around it, as fetched so far
@@ -170,7 +170,7 @@ class KGProgram(dspy.Module):
             topics = [Node(e, name=name) for e, name in found.items()]
             missing = [e for e in given if e not in found and not linked.get(e)]
             return topics, (f"unknown topic entities: {few(missing)}" if not topics else None)
-        bracketed = _BRACKETED.findall(state.question)
+        bracketed = BRACKETED.findall(state.question)
         if bracketed:  # the question marks its entities: their names, exactly
             linked = kg.link(bracketed)
             topics = [Node(e, name=label) for label in bracketed for e in linked[label]]
@@ -373,15 +373,6 @@ def _shortened(demo, outputs: Sequence[str], most: int):
 def _chose(item: str, chosen: set[str]) -> bool:
     """An offered item names a chosen one: itself, or a path that ends at it ("X -> r -> Y" for Y)."""
     return item in chosen or any(item.endswith(f" -> {c}") for c in chosen)
-
-
-def question_shape(question: str, topics: Sequence[str]) -> str:
-    """The question with its topic entities blanked out, as demos are matched to it: each topic name
-    and each bracketed span becomes "X"/"[X]" ("what films did [Ridley Scott] direct" -> "what films
-    did [X] direct")."""
-    for name in sorted({n.strip() for n in topics if len(n.strip()) > 1}, key=len, reverse=True):
-        question = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", "X", question, flags=re.IGNORECASE)
-    return _BRACKETED.sub("[X]", question)
 
 
 @functools.lru_cache(maxsize=100_000)

@@ -29,7 +29,7 @@
 
 Every step can be switched off (`WalkConfig`), and the trace records, for each step, whether it ran,
 was skipped (and why) or fell back. Choices are typed as the candidates offered
-(`kgqa.lm.adapter.choices`), so an LM that takes a JSON schema cannot invent or over-select one;
+(`kgqa.signatures.choices`), so an LM that takes a JSON schema cannot invent or over-select one;
 every selection is still checked against its candidates. A step whose reply is unusable falls back
 to embedding similarity; an LM that does not answer ends the question (`StopReason.LM_ERROR`).
 """
@@ -37,7 +37,6 @@ to embedding similarity; an LM that does not answer ends the question (`StopReas
 from __future__ import annotations
 
 import logging
-import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,12 +48,13 @@ import pydantic
 from kgqa.data.questions import question_problem
 from kgqa.kg import Direction, Edge, KnowledgeGraph, Step
 from kgqa.programs import render, values
-from kgqa.programs.base import KGProgram, WalkState, question_shape
+from kgqa.programs.base import KGProgram, WalkState
 from kgqa.programs.chains import ChainPrior, Votes
 from kgqa.programs.config import WalkConfig
 from kgqa.programs.embedder import Embedder
 from kgqa.programs.linking import Candidate as LinkCandidate
 from kgqa.programs.linking import Linker, Linking
+from kgqa.programs.question import Question, end_at_answer, hop_relation, start_after_topic
 from kgqa.programs.scorer import PathScorer
 from kgqa.programs.trace import StopReason, Trace, token_totals
 from kgqa.programs.trails import Hop, Trail
@@ -74,21 +74,15 @@ log = logging.getLogger(__name__)
 _LOGGED_RELATIONS, _LOGGED_EDGES = 12, 60  # per hop, in the trace's `walk`
 _PAIRS_PER_CHAIN = 30  # ends of one relation chain scored with their names
 _BEAM_TRAILS = 3  # trails of one relation the path scorer reads when it fills the beam
-_NOT_GONE_ON = 0.25  # the score factor of a relation neither the prune nor similarity chose (its ends stay candidates)
+_NOT_GONE_ON = 0.25  # the score factor of a relation neither the prune nor the beam chose (its ends stay candidates)
 _PLANNED_BONUS = 0.3  # added to the similarity (0..1) of a candidate on the plan's chosen chain at its depth
 _VALUES_PER_FACT = 3  # values of one (candidate, relation) shown in one fact
 _TOPIC_RELATIONS = 4  # relations shown with each candidate topic entity
 _LOGGED_PRIOR = 3  # the chain prior's heaviest chains, in the trace
 _VALUED_ANSWERS = 30  # answers whose values a comparison reads, at most
 SCORED = 60  # candidates the path scorer orders (the hand-set order's first); the rest follow
-# words of questions whose answer a value decides: a number, a date, a comparison, an extreme
-_VALUE_WORDS = re.compile(
-    r"\d|\b(before|after|since|until|during|first|last|earliest|latest|oldest|youngest|newest|largest|smallest|"
-    r"biggest|highest|lowest|longest|shortest|most|least|more|less|fewer|greater|over|under|than|year|when|date)\b",
-    re.IGNORECASE,
-)
 
-__all__ = ["KGQA", "SCORED", "Candidate", "hop_kind", "question_shape", "scored_text"]
+__all__ = ["KGQA", "SCORED", "Candidate", "scored_text"]
 
 
 @dataclass(frozen=True)
@@ -152,6 +146,7 @@ class KGQA(KGProgram):
         if not state.topics:
             state.stop(StopReason.NO_TOPIC_ENTITY, error=problem)
             return []
+        state.asked = Question(state.question, tuple(t.label for t in state.topics))  # its words, read once
         state.hop_targets, state.conditions = self._plan(state)  # decompose
         state.votes = self._chain_votes(state)  # what training questions like it went by
         state.relations = dict(state.kg.relations(state.topic_ids).items)
@@ -281,7 +276,7 @@ class KGQA(KGProgram):
         topic_kind, answer_kind = (getattr(out, name, "") if out else "" for name in ("topic_kind", "answer_kind"))
         state.trace.raw_plan = {"topic_kind": topic_kind, "answer_kind": answer_kind, "hop_targets": targets}
         log.debug("plan for %r: %s -> %s, hops %s, conditions %s", state.question, topic_kind, answer_kind, targets, conditions)
-        targets = _end_at_answer(_start_after_topic(targets, topic_kind), answer_kind)
+        targets = end_at_answer(start_after_topic(targets, topic_kind), answer_kind)
         return targets[:depth] or [state.question], conditions[:3]
 
     def _chain_votes(self, state: WalkState) -> Votes:
@@ -524,7 +519,7 @@ class KGQA(KGProgram):
         state.facts = []
         if not state.config.fact_filter:
             return state.trace.record("fact_filter", "skipped", "switched off")
-        if not state.conditions and not _names_values(state):
+        if not state.conditions and not state.asked.names_values:
             return state.trace.record("fact_filter", "skipped", "the question sets no condition")
         shown = self._answer_choices(state, candidates)
         settled = self._settled_answer(state, shown)
@@ -684,7 +679,7 @@ class KGQA(KGProgram):
         (`programs.values`)."""
         if not state.config.value_check:
             return state.trace.record("value_check", "skipped", "switched off")
-        comparison = values.read_comparison(state.question, names=[t.label for t in state.topics])
+        comparison = state.asked.comparison
         if comparison is None:
             return state.trace.record("value_check", "skipped", "the question compares no value")
         first: dict[str, Trail] = {}
@@ -785,7 +780,7 @@ class KGQA(KGProgram):
         last hop names, from every topic entity, and the question sets no condition to check."""
         every = len({t.label for t in state.topics})
         return (_on_named_chain(best.trail, state) and best.topics == every
-                and not state.conditions and not _names_values(state))
+                and not state.conditions and not state.asked.names_values)
 
     def _answer(self, state: WalkState) -> tuple[list[str], list[str]]:
         """The extracted answers, then the other ends of their chains; each once, with GCR paths."""
@@ -804,27 +799,6 @@ def scored_text(candidate: Candidate) -> str:
     where more than one does (a conjunction's answer is reached from each entity it names)."""
     more = f" ; reached from {candidate.topics} named entities" if candidate.topics > 1 else ""
     return candidate.path + more
-
-
-def _names_values(state: WalkState) -> bool:
-    """The question names a value or a comparison outside its topic entities' names ("before 2000",
-    "largest"; not the "First" of [Feet First])."""
-    words = state.question
-    for topic in state.topics:
-        words = re.sub(re.escape(topic.label), " ", words, flags=re.IGNORECASE)
-    return bool(_VALUE_WORDS.search(words))
-
-
-def hop_relation(target: str) -> str:
-    """The relation words a plan's hop names: "movie (written by)" -> "written by"; a hop without
-    them names its relation by its kind ("capital")."""
-    inside = target.split("(", 1)[1].rsplit(")", 1)[0].strip() if "(" in target else ""
-    return inside or target
-
-
-def hop_kind(target: str) -> str:
-    """The kind a plan's hop names (hops are written `kind (relation words)`): "movie (directed by)" -> "movie"."""
-    return target.split("(", 1)[0].strip()
 
 
 def _on_named_chain(trail: Trail, state: WalkState) -> bool:
@@ -908,29 +882,6 @@ def _edge(trail: Trail, kept: bool) -> list:
     hops = trail.hops[-2:] if len(trail.hops) > 1 and not trail.hops[-2].node.name and not trail.hops[-2].node.literal else trail.hops[-1:]
     start = trail.nodes()[-len(hops) - 1]
     return [render.node_label(start), render.compound_label([h.edge for h in hops]), render.node_label(trail.end), kept]
-
-
-def _noun(text: object) -> str:
-    """A kind as compared with others, singular and lower case: "Movies (directed by)" -> "movie"."""
-    return hop_kind(text).lower().removesuffix("s") if isinstance(text, str) else ""
-
-
-def _start_after_topic(targets: list[str], kind: object) -> list[str]:
-    """Leading hops that reach the topic's own kind are no hops: a small planner counts the topic
-    ("the directors of the films written by [X]" -> writer, movie, director)."""
-    start = 0
-    while start < len(targets) - 1 and _noun(kind) and _noun(targets[start]) == _noun(kind):
-        start += 1
-    return targets[start:]
-
-
-def _end_at_answer(targets: list[str], kind: object) -> list[str]:
-    """A plan whose last hop is not the kind the question asks for, when an earlier hop is, ends
-    there: a small planner adds a hop after the answer ("who starred in [X]" -> actor, movie)."""
-    if not _noun(kind) or not targets or _noun(targets[-1]) == _noun(kind):
-        return targets
-    hits = [i for i, target in enumerate(targets) if _noun(target) == _noun(kind)]
-    return targets[: hits[-1] + 1] if hits else targets
 
 
 def _clear(ranked: list[str], scores: dict[str, float], config: WalkConfig) -> bool:

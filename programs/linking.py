@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from kgqa.kg.names import STOPWORDS, TOKEN, LabelVectors, Mention, NameIndex, fold, plain, tokens
 from kgqa.kg.terms import Direction
+from kgqa.programs.question import YEAR, standalone_years
 
 if TYPE_CHECKING:
     from kgqa.kg.graph import KnowledgeGraph
@@ -75,9 +76,6 @@ THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
 UNTRAINED_THRESHOLD = 0.9  # an uncompiled linker's, for every candidate: beside the best, near-perfect matches only
 # A year as a word of its own, the edition of a yearly event ("the AFC Championship Game in 2013"),
 # not part of a date ("28 October 1981", "11-1-2010") nor a bound ("won it after 2013").
-_YEAR = re.compile(r"1[0-9]{3}|20[0-9]{2}")
-_MONTHS = frozenset("january february march april may june july august september october november december".split())
-_BOUNDS = frozenset("after before since until till prior to than from during".split())  # "prior to 2013"
 
 
 @dataclass
@@ -215,7 +213,7 @@ class Linker:
             start = candidate.span[0]
             candidate.features["after_name"] = float(start in written_ends)
             candidate.features["after_name_comma"] = float(start in written_ends and start - 1 in commas)
-        years = _years(words)
+        years = standalone_years(words)
         for candidate in best.values():
             candidate.year_at = _year_apart(candidate, words, years)
         for gram in sorted(_ngrams(words)):  # a fixed order: the first gram to name an entity sets its features
@@ -508,22 +506,13 @@ def _overlap(one: Candidate, other: Candidate) -> bool:
     return bool(one.span and other.span and one.span[0] < other.span[1] and other.span[0] < one.span[1])
 
 
-def _years(words: Sequence[str]) -> dict[int, str]:
-    """The positions of `words` that are a year on its own: not part of a date, not after a bound."""
-    def dated(i: int) -> bool:
-        return 0 <= i < len(words) and (words[i].isdigit() or words[i] in _MONTHS)
-
-    return {i: w for i, w in enumerate(words)
-            if _YEAR.fullmatch(w) and not dated(i - 1) and not dated(i + 1) and not (i and words[i - 1] in _BOUNDS)}
-
-
 def _year_apart(candidate: Candidate, words: Sequence[str], years: dict[int, str]) -> int | None:
     """Where the question writes `candidate`'s year outside the words it was found by, when its name
     holds one year and the question every other word of the name; else None."""
     if candidate.mention is None or not years:
         return None
     named = tokens(candidate.name)
-    held = [w for w in named if _YEAR.fullmatch(w)]
+    held = [w for w in named if YEAR.fullmatch(w)]
     rest = [w for w in named if w not in STOPWORDS and w not in held]
     if len(held) != 1 or not rest or any(w not in words for w in rest):
         return None

@@ -69,7 +69,7 @@ def _write_part(path: Path, part: Linker | ChainPrior) -> None:
     """A compiled part beside the program (the linker, the chain prior): written once trained; an
     untrained one leaves no file, so a stale part of an earlier compile is removed."""
     if part.trained:
-        path.write_text(json.dumps(part.to_dict(), ensure_ascii=False))
+        path.write_text(json.dumps(part.to_dict(), ensure_ascii=False, sort_keys=True))  # sorted: counts gathered in sets follow the hash seed
     else:
         path.unlink(missing_ok=True)
 

@@ -1,106 +1,24 @@
 """Comparisons a value decides: "the latest founding date", "fewer than 15,208 undergraduates",
 "released later than October 25, 2005". A small LM reads the values it is shown and does not compare
 them (1e132b4:bench/results/path-values-cwq-dev/), so the program compares them itself: the question's
-words name the comparison (`read_comparison`), the graph gives each answer's values, and
-`decide` keeps the answers the comparison holds for, by the value relation most like the words.
+words name the comparison (`programs.question.read_comparison`), the graph gives each answer's
+values, and `decide` keeps the answers the comparison holds for, by the value relation most like
+the words.
 
 Pure functions over text; the walk fetches the values (`KGQA._compare_values`)."""
 
 from __future__ import annotations
 
-import calendar
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
-MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
-MONTHS |= {name.lower(): i for i, name in enumerate(calendar.month_abbr) if name}
+from kgqa.programs.question import STOP_WORDS, Comparison, as_number
+from kgqa.programs.render import relation_phrase
 
-_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
-_DATE_TEXT = [  # (pattern, reader of its groups as (year, month, day))
-    (re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s*(\d{{4}})\b", re.I),
-     lambda g: (int(g[2]), MONTHS[g[0].lower()], int(g[1]))),
-    (re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH})\.?,?\s+(\d{{4}})\b", re.I),
-     lambda g: (int(g[2]), MONTHS[g[1].lower()], int(g[0]))),
-    (re.compile(rf"\b({_MONTH})\.?,?\s+(?:of\s+)?(\d{{4}})\b", re.I), lambda g: (int(g[1]), MONTHS[g[0].lower()])),
-    (re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b"), lambda g: (int(g[0]), int(g[1]), int(g[2]))),
-    (re.compile(r"\b(\d{1,2})[-/](\d{1,2})[-/](\d{4})\b"), lambda g: (int(g[2]), int(g[0]), int(g[1]))),  # US order
-    (re.compile(r"\b(\d{4})-(\d{1,2})\b"), lambda g: (int(g[0]), int(g[1]))),
-    (re.compile(r"\b(1\d{3}|20\d{2})\b"), lambda g: (int(g[0]),)),
-]
-_NUMBER_TEXT = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w-])")
 _ISO_DATE = re.compile(r"^(-?\d{4})(?:-(\d{2}))?(?:-(\d{2}))?(?:T[\d:.]+Z?)?$")
-
-# The words that set a comparison. A bound is read from the text right after its cue.
-_MORE = r"(?:greater|more|higher|larger|bigger|longer|taller|later|newer|heavier)"
-_LESS = r"(?:less|fewer|lower|smaller|shorter|earlier|older|lighter)"
-_BOUNDS = [
-    (re.compile(rf"\b(?:{_MORE}\s+than|over|above|exceed(?:s|ed|ing)?|after|since|from after)\s+", re.I), ">"),
-    (re.compile(rf"\b(?:{_LESS}\s+than|under|below|before|prior\s+to|from before)\s+", re.I), "<"),
-]
-_EXTREMES = [
-    (re.compile(r"\b(?:latest|most\s+recent(?:ly)?|newest|youngest|largest|biggest|highest|greatest|longest|tallest|"
-                r"maximum|heaviest)\b", re.I), "max"),
-    (re.compile(r"\b(?:earliest|oldest|smallest|lowest|least|fewest|shortest|minimum|lightest)\b", re.I), "min"),
-    # "the most seasons"; "released last", "died first" (at the end of the question), "the last to serve"
-    (re.compile(r"\bthe\s+most\b(?!\s+(?:popular|famous|common|important|known|well)\b)", re.I), "max"),
-    (re.compile(r"\blast(?=\s*[?.!]*\s*$)|\bthe\s+last(?=\s+(?:to|time|year)\b)", re.I), "max"),
-    (re.compile(r"\bfirst(?=\s*[?.!]*\s*$)|\bthe\s+first(?=\s+(?:to|time|year)\b)", re.I), "min"),
-]
-# a value the answer must have: a number no name or count is written as ("a CPI inflation rate of
-# -1.61", "CO2 emissions of 1.26211727", "a GDP of 100349905926"), not a year, an ordinal or "#7"
-_EXACT_NUMBER = re.compile(r"(?<![\w.#,-])(?:-\d+(?:\.\d+)?|\d+\.\d+|\d{5,})(?![\w.,]\d|\w)")
-_FILLER = re.compile(r"^(?:the\s+)?(?:(?:month|year|date|day)\s+of\s+)?(?:the\s+)?", re.I)
 _GENERIC = frozenset(("date", "numbe", "time", "year", "value", "type"))
 _BARE = frozenset(("to", "from", "since", "until"))
 _SUFFIXES = ("ing", "ed", "es", "s")
-_STOP = frozenset("a an the of in on at to by for with and or is was were has have had that which who what whose "
-                  "did does do be been its their his her it this than as".split())
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """What a question compares: the extreme (`max`, `min`), a bound (`>`, `<` a value) or the
-    exact value (`=` a number) of a value named by `words` ("founding date", "number of
-    undergraduates")."""
-
-    op: str
-    words: str
-    bound: tuple | float | None = None  # a date (year, month, day: as many as written) or a number
-    cue: str = ""
-
-    @property
-    def date_bound(self) -> bool:
-        return isinstance(self.bound, tuple)
-
-
-def read_comparison(question: str, *, names: Sequence[str] = ()) -> Comparison | None:
-    """The comparison a question makes, if any; words inside `names` (the topic entities') set none
-    ("Fewer Than Zero", "The Oldest Living Confederate Widow")."""
-    masked = question
-    for name in sorted(filter(None, names), key=len, reverse=True):
-        masked = re.sub(re.escape(name), " " * len(name), masked, flags=re.I)
-    for pattern, op in _BOUNDS:
-        for match in pattern.finditer(masked):
-            rest = masked[match.end():]
-            rest = rest[_FILLER.match(rest).end():]
-            bound, length = _bound(rest)
-            if bound is None:
-                continue
-            words = _words(masked[: match.start()], last=6) + " " + _words(rest[length:], first=4)
-            return Comparison(op, words.strip(), bound, match.group(0).strip())
-    for match in _EXACT_NUMBER.finditer(masked):
-        number = as_number(match.group(0))
-        if number is not None:
-            words = _words(masked[: match.start()], last=6) + " " + _words(masked[match.end():], first=3)
-            return Comparison("=", words.strip(), number, f"of {match.group(0)}")
-    for pattern, op in _EXTREMES:
-        match = pattern.search(masked)
-        if match:
-            after = _words(masked[match.end():], first=6)
-            before = _words(masked[: match.start()], last=6)
-            return Comparison(op, f"{before} {after}".strip(), None, match.group(0))
-    return None
 
 
 def as_date(text: str) -> tuple | None:
@@ -115,15 +33,6 @@ def as_date(text: str) -> tuple | None:
 def is_value(text: str) -> bool:
     """A date or a number, as a graph writes one."""
     return as_date(text) is not None or as_number(text) is not None
-
-
-def as_number(text: str) -> float | None:
-    text = text.strip().replace(",", "")
-    try:
-        number = float(text)
-    except ValueError:
-        return None
-    return number if number == number and abs(number) != float("inf") else None
 
 
 def decide(
@@ -154,7 +63,7 @@ def decide(
     shared = [_shared(said, relation) for relation in relations]
     hints = [_edge_hint(said, relation) for relation in relations]
     scores = [similarity + share + hint
-              for similarity, share, hint in zip(similar(words, [_phrase(r) for r in relations]), shared, hints)]
+              for similarity, share, hint in zip(similar(words, [relation_phrase(r) for r in relations]), shared, hints)]
     best = max(range(len(relations)), key=scores.__getitem__)
     if scores[best] < min_similarity or not (shared[best] or hints[best] > 0):
         return None
@@ -167,18 +76,6 @@ def decide(
         extreme = pick(pick(vs) for vs in got.values())
         kept = [a for a in values if a in got and extreme in got[a]]
     return (kept, relation) if kept else None
-
-
-def _bound(text: str) -> tuple[tuple | float | None, int]:
-    """The date or number `text` starts with, and how many characters it takes."""
-    for pattern, read in _DATE_TEXT:
-        match = pattern.match(text)
-        if match:
-            return read(match.groups()), match.end()
-    match = _NUMBER_TEXT.match(text)
-    if match:
-        return as_number(match.group(0)), match.end()
-    return None, 0
 
 
 def _comparable(texts: Mapping[str, list[str]], comparison: Comparison) -> dict[str, list]:
@@ -218,7 +115,7 @@ def _day(date: tuple) -> tuple:
 def _stems(text: str) -> set[str]:
     """Content words, an inflection cut off and cut to five letters ("opened" and "open", "founding"
     and "founded"); words every value relation may hold ("date", "number") left out."""
-    return {_stem(w.lower()) for w in re.findall(r"[A-Za-z]+", text) if w.lower() not in _STOP and len(w) > 1} - _GENERIC
+    return {_stem(w.lower()) for w in re.findall(r"[A-Za-z]+", text) if w.lower() not in STOP_WORDS and len(w) > 1} - _GENERIC
 
 
 def _stem(word: str) -> str:
@@ -233,17 +130,12 @@ def _is_id(relation: str) -> bool:
     return relation.lower().split(".")[-1].split("_")[-1] == "id"
 
 
-def _phrase(relation: str) -> str:
-    """A relation id's last two parts as words: 'location.country.calling_code' -> 'country calling code'."""
-    return " ".join(relation.split(".")[-2:]).replace("_", " ")
-
-
 def _own_words(relation: str) -> str:
     """What a relation says of its subject: its last part ('calling code', not the 'country' every
     country relation names), or its last two when the last says nothing of its own ('position held
     to', 'award honor year')."""
     own = relation.split(".")[-1].replace("_", " ")
-    return own if _stems(own) - _BARE else _phrase(relation)
+    return own if _stems(own) - _BARE else relation_phrase(relation)
 
 
 def _shared(said: set[str], relation: str) -> float:
@@ -262,8 +154,3 @@ def _edge_hint(said: set[str], relation: str) -> float:
     if last in (["from"], ["start_date"], ["since"]):
         return 0.2 * starts - 0.2 * ends
     return 0.0
-
-
-def _words(text: str, *, first: int | None = None, last: int | None = None) -> str:
-    words = [w for w in re.findall(r"[A-Za-z][A-Za-z'_-]*", text) if w.lower() not in _STOP]
-    return " ".join(words[:first] if first is not None else words[-last:] if last else words)

@@ -27,6 +27,10 @@ import pydantic
 from dspy.adapters.utils import serialize_for_json
 from dspy.signatures.signature import Signature
 
+from kgqa.signatures.choices import choices
+
+__all__ = ["CompactChatAdapter", "ConstrainedJSONAdapter", "choices", "output_model"]
+
 
 def _placeholders(fields) -> str:
     return "\n\n".join(f"[[ ## {name} ## ]]\n{{{name}}}" for name in fields)
@@ -45,17 +49,6 @@ class CompactChatAdapter(dspy.ChatAdapter):
                 "[[ ## completed ## ]]",
             ]
         )
-
-
-def choices(candidates: list[str], *, at_least: int = 0, at_most: int | None = None) -> Any:
-    """The type of a field that picks from CANDIDATES: a list of their literal values, at least
-    AT_LEAST and at most AT_MOST long."""
-    if not candidates:
-        raise ValueError("a choice needs at least one candidate")
-    picked = list[Literal[tuple(dict.fromkeys(candidates))]]
-    if not (at_least or at_most):
-        return picked
-    return Annotated[picked, pydantic.Field(min_length=at_least or None, max_length=at_most)]
 
 
 def _lenient(annotation: Any) -> Any:

@@ -34,9 +34,9 @@ from typing import Literal
 import httpx
 from dspy.lm15 import Response
 
+from kgqa.errors import LMUnavailable
+from kgqa.kg.processes import dies_with_parent
 from kgqa.lm.chat import chat_messages, chat_response, response_schema, spelled
-from kgqa.lm.errors import LMUnavailable
-from kgqa.processes import dies_with_parent
 
 Dialect = Literal["auto", "json_schema", "json_object"]
 # llama-cpp-python's server (the json_object dialect) penalises repeats by default (1.1); its

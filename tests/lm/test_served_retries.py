@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from kgqa.lm.errors import LMUnavailable
+from kgqa.errors import LMUnavailable
 from kgqa.lm.served import ServedLMError, free_port, served_lm
 from tests.kg.scripted_server import ScriptedServer
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kgqa.programs.embedder import Embedder
-from kgqa.programs.values import Comparison, as_date, decide, read_comparison
+from kgqa.programs.question import Comparison, read_comparison
+from kgqa.programs.values import as_date, decide
 
 
 @pytest.fixture(scope="module")

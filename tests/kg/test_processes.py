@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from kgqa.processes import dies_with_parent
+from kgqa.kg.processes import dies_with_parent
 
 
 def _alive(pid: int) -> bool:
@@ -44,7 +44,7 @@ def _owner(script: str) -> tuple[subprocess.Popen, int]:
 def test_a_child_started_so_is_stopped_when_its_owner_is_killed():
     owner, child = _owner("""
         import subprocess, sys, time
-        from kgqa.processes import dies_with_parent
+        from kgqa.kg.processes import dies_with_parent
         child = subprocess.Popen(["sleep", "600"], start_new_session=True, preexec_fn=dies_with_parent())
         print(child.pid, flush=True)
         time.sleep(600)
