@@ -58,6 +58,7 @@ class WalkState:
     memory: list[str] = field(default_factory=list)  # memory update's notes
     named: set = field(default_factory=set)  # chains by the relation the plan's last hop names, if one clearly
     votes: Votes = field(default_factory=Votes)  # what the nearest training questions say of relation chains
+    shares: dict[str, float] = field(default_factory=dict)  # candidate -> the path scorer's softmax share, when it ordered them
     final: list[Trail] = field(default_factory=list)
     depth: int = 0
     dropped: list[str] = field(default_factory=list)

@@ -82,6 +82,9 @@ class WalkConfig:
     path_scorer: order the candidate answers, and fill the beam, by the compiled path scorer
         (`programs.scorer`: MiniLM fine-tuned on the gold-path teacher's walks of training questions)
         instead of the hand-set order. No effect on a program compiled without one.
+    scorer_sure: where the path scorer gives the first candidate shown at least this share of its
+        softmax over the candidates it ordered, that candidate answers without the extraction call
+        (and the facts and notes only extraction reads are not gathered). 1.0: extraction decides.
     """
 
     depth: int = 3
@@ -121,13 +124,14 @@ class WalkConfig:
     chain_prior: bool = True
     prior_weight: float = 0.5
     path_scorer: bool = True
+    scorer_sure: float = 1.0
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
             if name in SWITCHES or name in {"topic_choice", "inverse_chains"}:
                 if not isinstance(value, bool):
                     raise ValueError(f"{name} must be true or false, got {value!r}")
-            elif name in {"snap_cutoff", "clear_similarity", "clear_margin", "prior_weight"}:
+            elif name in {"snap_cutoff", "clear_similarity", "clear_margin", "prior_weight", "scorer_sure"}:
                 if not 0.0 <= value <= 1.0:
                     raise ValueError(f"{name} must be between 0 and 1, got {value}")
             elif name == "min_depth" and value is None:

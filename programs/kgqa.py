@@ -511,7 +511,9 @@ class KGQA(KGProgram):
             return candidates
         state.trace.path_scorer = True
         head = candidates[:SCORED]
-        return [head[i] for i in self.path_scorer.order(state.question, [scored_text(c) for c in head])] + candidates[SCORED:]
+        shares = self.path_scorer.shares(state.question, [scored_text(c) for c in head])
+        state.shares = {c.label: share for c, share in zip(head, shares)}
+        return sorted(head, key=lambda c: -state.shares[c.label]) + candidates[SCORED:]
 
     def _filter_facts(self, state: WalkState, candidates: list[Candidate]) -> None:
         """The fact filter: of the facts about the candidates shown to extraction (their relations to
@@ -641,6 +643,7 @@ class KGQA(KGProgram):
         inverse counted as one (`_same_chain`). True if the model chose."""
         shown = self._answer_choices(state, candidates)
         state.trace.candidates = [c.label for c in shown]
+        state.trace.first_share = state.shares.get(shown[0].label) if shown else None
         chosen, extracted = [shown[0]], False
         settled = self._settled_answer(state, shown)
         if settled:
@@ -741,6 +744,9 @@ class KGQA(KGProgram):
             return "switched off: the first ranked"
         if not shown:
             return "nothing reached"
+        share = state.shares.get(shown[0].label, 0.0)
+        if state.config.scorer_sure < 1.0 and share >= state.config.scorer_sure:
+            return f"the path scorer is sure of the first ({share:.2f} of its softmax): it answers"
         if self._meeting_point(state, shown):
             return f"the paths from {shown[0].topics} topic entities meet nearest at one candidate ({shown[0].meets} hops in all): it answers"
         if len({_relations(c.trail) for c in shown}) == 1:

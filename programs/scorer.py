@@ -103,6 +103,16 @@ class PathScorer:
                 out += self._batch_scores(tokenizer, encoder, head, [question] * len(batch), batch).tolist()
         return [float(s) for s in out]
 
+    def shares(self, question: str, paths: Sequence[str]) -> list[float]:
+        """Each path's share of the softmax over `paths` (the fit's objective: the gold path's share
+        among its walk's paths), how sure the scorer is of it against these others; [] for no paths."""
+        scores = self.scores(question, paths)
+        if not scores:
+            return []
+        top = max(scores)
+        weights = [math.exp(s - top) for s in scores]
+        return [w / sum(weights) for w in weights]
+
     def order(self, question: str, paths: Sequence[str]) -> list[int]:
         """The indices of `paths`, best scored first (ties keep their order); as given when untrained."""
         if not self.trained or len(paths) < 2:

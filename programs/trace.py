@@ -71,6 +71,7 @@ class Trace:
     steps: list[dict] = field(default_factory=list)  # each step as it came: {"step", "status": ran|skipped|fell_back, "why"}
     step_usage: dict[str, list[int]] = field(default_factory=dict)  # predictor -> [LLM calls, input tokens, output tokens]
     candidates: list[str] = field(default_factory=list)  # the candidate answers shown to path answer extraction
+    first_share: float | None = None  # the path scorer's softmax share of the first candidate shown, when it ordered them
     facts: list[str] = field(default_factory=list)  # the facts the fact filter kept
     memory: list[str] = field(default_factory=list)  # the notes of memory update, at the end
     reflections: int = 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import dspy
 import pytest
 
@@ -721,6 +723,33 @@ def test_the_path_scorer_orders_the_candidates_and_its_switch_restores_the_hand_
     program.config = program.config.without("path_scorer")  # the ablation: as uncompiled
     with dspy.context(lm=oracle(["home_town", "moved_to"], hops=1)):
         assert program(question=question).answers[0] == "Laguna Beach"
+
+
+def test_where_the_path_scorer_is_sure_its_first_answers_without_the_extraction_call(tmp_path):
+    from kgqa.programs.scorer import PathScorer, ScorerGroup, ScorerSettings
+
+    kg = _metaqa_kg(tmp_path, ("Lauren", "home_town", "Laguna Beach"), ("Lauren", "moved_to", "Los Angeles"))
+    question = "what is the home town of [Lauren]"
+    names = ["Ana", "Bea", "Cy", "Dov", "Eli", "Fay", "Gus", "Ida", "Jo", "Kai", "Lou", "Max"]
+    walks = [ScorerGroup(f"what is the home town of [{n}]", [f"{n} -> home town -> {c}1", f"{n} -> moved to -> {c}2"], [False, True])
+             for n, c in zip(names, ["Ames", "Bath", "Cork", "Doha", "Elko", "Fife", "Gary", "Hull", "Ives", "Jena", "Kiel", "Lodi"])]
+    program = KGQA(kg)
+    program.path_scorer = PathScorer.fit(walks, settings=ScorerSettings(layers=1, epochs=6, learning_rate=3e-4, group=2, hard=1))
+    lm = oracle(["home_town", "moved_to"], hops=1, extracted_answers=lambda i: {"extracted_answers": ["Laguna Beach"]})
+    with dspy.context(lm=lm):
+        asked = program(question=question)  # by default extraction decides, however sure the scorer is
+    share = asked.trace.first_share
+    assert asked.trace.candidates[0] == "Los Angeles" and 0.5 < share < 1.0
+    assert asked.answers[0] == "Laguna Beach" and statuses(asked.trace)["extraction"] == ["ran"]
+    program.config = replace(program.config, scorer_sure=round(share - 0.01, 2))
+    with dspy.context(lm=lm):
+        sure = program(question=question)
+    assert sure.answers[0] == "Los Angeles"
+    assert statuses(sure.trace)["extraction"] == [f"skipped: the path scorer is sure of the first ({share:.2f} of its softmax): it answers"]
+    assert "extract_answers" not in sure.trace.step_usage
+    program.config = replace(program.config, scorer_sure=round(share + 0.01, 2) if share < 0.99 else 1.0)
+    with dspy.context(lm=lm):
+        assert program(question=question).answers[0] == "Laguna Beach"  # not sure enough: extraction decides
 
 
 def test_the_path_scorer_fills_the_beam_with_the_relations_it_scores_best(tmp_path):

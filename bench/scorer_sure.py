@@ -1,0 +1,109 @@
+"""Where to let the path scorer answer without the extraction call (`WalkConfig.scorer_sure`), read
+from one run's records with extraction deciding (`scorer_sure` 1.0), paired question by question.
+
+Each record's trace keeps the path scorer's softmax share of the first candidate shown to
+extraction (`Trace.first_share`). At a threshold t, a question whose share is at least t would be
+answered by that first candidate instead of by extraction; the rest keep the answers they got.
+For each t: the questions it would answer so, Hits@1 of the run and at t, the answers gained and
+lost (paired), and the extraction and fact-filter calls (and their input tokens) it would save.
+Hits@1 is exact for the first answer; it leaves out the value check, which reorders the answers
+of a comparison after extraction. Tune on dev records only (`bench.accuracy --split dev`).
+
+    .venv/bin/python -m bench.scorer_sure runs/gate-dev/bootstrap-dev.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+from kgqa.env import stay_offline
+
+stay_offline()
+
+from kgqa.evaluate.metrics import score_answers  # noqa: E402
+from kgqa.evaluate.runner import read_records  # noqa: E402
+
+THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
+SAVED_STEPS = ("extract_answers", "filter_facts")  # the predictors only extraction's answer reads
+
+
+@dataclass(frozen=True)
+class Sweep:
+    threshold: float
+    questions: int  # in the records
+    answered: int  # by the scorer's first at this threshold
+    hits_run: float  # Hits@1 of the run as it was
+    hits_sure: float  # Hits@1 with the scorer answering where it is sure
+    gained: int
+    lost: int
+    calls_saved: int
+    tokens_saved: int
+
+    def row(self) -> str:
+        return (f"| {self.threshold:.2f} | {self.answered} | {self.hits_run:.3f} | {self.hits_sure:.3f} | "
+                f"+{self.gained} / -{self.lost} | {self.calls_saved / self.questions:.2f} | "
+                f"{self.tokens_saved / self.questions:,.0f} |")
+
+
+def first_right(record: dict) -> bool:
+    """Whether the first candidate shown to extraction is a gold answer."""
+    shown = record["trace"].get("candidates") or []
+    gold = record["gold"]
+    return bool(shown) and score_answers(shown[:1], gold["answers"], gold.get("aliases")).hits1 > 0
+
+
+def sweep(records: list[dict], thresholds=THRESHOLDS) -> list[Sweep]:
+    """Each threshold's paired outcome over `records` (a run with extraction deciding)."""
+    if not records:
+        raise ValueError("no records to read")
+    if not any("first_share" in r["trace"] for r in records):
+        raise ValueError("these records keep no scorer share (Trace.first_share): run them again at this commit")
+    out = []
+    for t in thresholds:
+        answered = gained = lost = calls = tokens = 0
+        hits_run = hits_sure = 0.0
+        for record in records:
+            trace, was = record["trace"], record["scores"]["hits1"] > 0
+            share = trace.get("first_share")
+            sure = share is not None and share >= t
+            now = first_right(record) if sure else was
+            hits_run += was
+            hits_sure += now
+            if sure:
+                answered += 1
+                gained += now and not was
+                lost += was and not now
+                usage = trace.get("step_usage") or {}
+                calls += sum(usage.get(step, [0, 0])[0] for step in SAVED_STEPS)
+                tokens += sum(usage.get(step, [0, 0, 0])[1] for step in SAVED_STEPS)
+        n = len(records)
+        out.append(Sweep(t, n, answered, hits_run / n, hits_sure / n, gained, lost, calls, tokens))
+    return out
+
+
+def table(sweeps: list[Sweep]) -> str:
+    head = ("| share at least | answered by the scorer | Hits@1 run | Hits@1 | gained / lost | calls saved a question | "
+            "input tokens saved a question |\n|---|---|---|---|---|---|---|")
+    return "\n".join([head, *(s.row() for s in sweeps)]) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("records", type=Path, help="a run's JSONL records, extraction deciding")
+    parser.add_argument("--thresholds", type=lambda text: [float(t) for t in text.split(",")], default=list(THRESHOLDS))
+    args = parser.parse_args(argv)
+    if not args.records.exists():
+        parser.error(f"no records at {args.records}")
+    records = list(read_records(args.records, repair=False).values())
+    try:
+        print(f"{len(records)} questions of {args.records}\n")
+        print(table(sweep(records, args.thresholds)), end="")
+    except ValueError as error:
+        parser.error(str(error))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
