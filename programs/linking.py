@@ -384,19 +384,17 @@ class Linker:
 
     @classmethod
     def from_dict(cls, data: dict) -> Linker:
-        """A linker from `to_dict`'s JSON (one saved before hidden layers too: no `hidden_bias`, no
-        `output`; before common words had their threshold: no `common_threshold`); a malformed one is
-        a ValueError naming the part."""
-        required, layer = {"stats", "weights", "means", "scales", "bias", "threshold"}, {"hidden_bias", "output"}
-        if not isinstance(data, dict) or not required <= set(data) <= required | layer | {"common_threshold"} or len(set(data) & layer) == 1:
-            raise ValueError("linking state must hold stats, weights, means, scales, bias and threshold (and hidden_bias and output, or neither)")
-        common = data.get("common_threshold")
+        """A linker from `to_dict`'s JSON; a malformed one is a ValueError naming the part."""
+        keys = {"stats", "weights", "means", "scales", "bias", "threshold", "common_threshold", "hidden_bias", "output"}
+        if not isinstance(data, dict) or set(data) != keys:
+            raise ValueError(f"linking state must hold exactly {', '.join(sorted(keys))}")
+        common = data["common_threshold"]
         if common is not None and not _is_number(common):
             raise ValueError("linking common_threshold must be a number or null")
         stats = data["stats"]
         if not isinstance(stats, dict) or set(stats) != set(LinkStats().__dict__):
             raise ValueError("linking stats do not match this kgqa")
-        hidden_bias, output = data.get("hidden_bias", []), data.get("output", [])
+        hidden_bias, output = data["hidden_bias"], data["output"]
         units = len(hidden_bias) if isinstance(hidden_bias, list) else -1
         if not (_numbers(hidden_bias, units) and _numbers(output, units)):
             raise ValueError("linking hidden_bias and output must be lists of numbers, one per hidden unit")

@@ -4,7 +4,8 @@ entity linker's counts and weights), `DIR/chains.json` (the chain prior: trainin
 their gold relation chains) and `DIR/path_scorer.safetensors` with `DIR/path_scorer.json` (the path
 scorer's fitted layers and settings: `programs.scorer`). Loading checks the JSON's shape before DSPy
 sees it, so a tampered file is a clear error and nothing in it is executed; weights are safetensors,
-never pickles."""
+never pickles. `config.json` carries the program format (`PROGRAM_FORMAT`): a program saved in
+another one, by an earlier kgqa, is one clear error that says to recompile, not a branch that reads it."""
 
 from __future__ import annotations
 
@@ -25,16 +26,12 @@ from kgqa.programs.scorer import PathScorer
 
 log = logging.getLogger(__name__)
 PROGRAM_FILE, CONFIG_FILE, LINKING_FILE, CHAINS_FILE = "program.json", "config.json", "linking.json", "chains.json"
-# what programs of earlier kgqa versions hold that this one has retired: the logistic candidate ranking
-# (`ranking.json`, its switch `learned_ranking`), replaced by the path scorer
-RETIRED_FILES, RETIRED_WALK = ("ranking.json",), ("learned_ranking",)
+# The shape of a saved program: its predictors, its parts beside it and its walk settings. Raised
+# whenever one of them changes shape; 2 is the first stamped (the one program with the path scorer).
+PROGRAM_FORMAT = 2
 MAX_FILE_BYTES = 50_000_000
 MAX_STRING = 200_000
 _PREDICTOR_KEYS = {"traces", "train", "demos", "signature", "lm"}
-# predictors of earlier kgqa programs: the first walk, the plan walk (`--strategy plan`), the path choice (`--strategy paths`)
-OLDER_STEPS = {"decompose", "extract_answer", "judge", "choose_answer"}
-# predictors added since programs were first saved as one KGQA: a program without them loads with them uncompiled
-NEWER_STEPS = {"choose_topics"}
 
 
 class ProgramFileError(KGQAError, ValueError):
@@ -58,9 +55,7 @@ def save_program(program: KGProgram, directory: str | Path, *, settings: dict) -
     _write_part(directory / LINKING_FILE, program.linker)
     _write_part(directory / CHAINS_FILE, program.chain_prior)
     program.path_scorer.save(directory)
-    for name in RETIRED_FILES:
-        (directory / name).unlink(missing_ok=True)
-    saved = {**settings, "walk": program.config.to_dict(), "versions": versions()}
+    saved = {**settings, "format": PROGRAM_FORMAT, "walk": program.config.to_dict(), "versions": versions()}
     (directory / CONFIG_FILE).write_text(json.dumps(saved, indent=2, default=str) + "\n")
     return directory
 
@@ -86,8 +81,8 @@ def read_settings(directory: str | Path) -> dict:
 
 
 def load_program(directory: str | Path, kg: KnowledgeGraph, *, settings: dict | None = None) -> KGProgram:
-    """The program saved in `directory`, on `kg`. A program of an earlier kgqa (one of the two
-    strategies, `plan` or `paths`, or the first walk) is a clear error that says to recompile."""
+    """The program saved in `directory`, on `kg`. A program saved in another format (by an earlier
+    kgqa) is a clear error that says to recompile."""
     from kgqa.programs import KGQA
 
     directory = Path(directory)
@@ -95,18 +90,17 @@ def load_program(directory: str | Path, kg: KnowledgeGraph, *, settings: dict | 
     path = directory / PROGRAM_FILE
     if not path.is_file():
         raise ProgramFileError(f"no {PROGRAM_FILE} in {directory}")
-    if "strategy" in settings:
-        raise ProgramFileError(f"{directory} was compiled by an earlier kgqa as the {settings['strategy']!r} strategy; kgqa is one "
-                               f"program now, with every step: recompile it with `kgqa compile ... --out {directory}`")
-    state = _read_json(path)  # its steps first: a program of an older walk also has older walk settings
+    found = settings.get("format")
+    if found != PROGRAM_FORMAT:
+        raise ProgramFileError(f"{directory} was saved by an earlier kgqa (program format {found or 1}, this kgqa reads "
+                               f"{PROGRAM_FORMAT}): recompile it with `kgqa compile ... --out {directory}`")
+    state = _read_json(path)
     check_state(state, expected={name for name, _ in KGQA(kg).named_predictors()}, source=path)
     try:
-        walk = WalkConfig(**{k: v for k, v in settings.get("walk", {}).items() if k not in RETIRED_WALK})
+        walk = WalkConfig(**settings.get("walk", {}))
     except (TypeError, ValueError) as exc:
         raise ProgramFileError(f"{directory / CONFIG_FILE}: bad walk settings: {exc}") from None
     program = KGQA(kg, config=walk)
-    fresh = program.dump_state()
-    state = {**{name: fresh[name] for name in NEWER_STEPS if name not in state}, **state}  # steps it predates: uncompiled
     try:
         program.load_state(state)
     except Exception as exc:  # DSPy raises many kinds on a state that does not fit
@@ -115,15 +109,12 @@ def load_program(directory: str | Path, kg: KnowledgeGraph, *, settings: dict | 
         program.linker = _read_part(directory / LINKING_FILE, Linker.from_dict)
     if (directory / CHAINS_FILE).is_file():
         program.chain_prior = _read_part(directory / CHAINS_FILE, ChainPrior.from_dict)
-    try:  # a program compiled before the scorer (or with it off) has none: the hand-set order
+    try:  # a program compiled with the scorer off (or by the `none` teleprompter) has none: the hand-set order
         program.path_scorer = PathScorer.load(directory)
     except (ValueError, OSError) as exc:
         raise ProgramFileError(f"{directory}: {exc}") from None
     if not program.path_scorer.trained:
         log.info("%s has no path scorer: the candidates keep the hand-set order", directory)
-    retired = [name for name in RETIRED_FILES if (directory / name).is_file()]
-    if retired:
-        log.info("%s holds %s of an earlier kgqa, no longer read (recompile for a path scorer)", directory, ", ".join(retired))
     return program
 
 
@@ -151,11 +142,8 @@ def check_state(state: object, *, expected: set[str], source: Path) -> None:
     if not isinstance(state, dict):
         raise ProgramFileError(f"{source}: expected a JSON object of predictor states")
     names = set(state) - {"metadata"}
-    if names != expected and not (names < expected and expected - names <= NEWER_STEPS):
+    if names != expected:
         unknown, missing = sorted(names - expected), sorted(expected - names)
-        if set(unknown) & OLDER_STEPS:
-            raise ProgramFileError(f"{source} was compiled by an earlier kgqa, whose walk had the steps {unknown}; "
-                                   "recompile it with `kgqa compile` (the program has other steps now)")
         raise ProgramFileError(f"{source}: predictors do not match this program (unknown: {unknown}, missing: {missing})")
     for name in expected & names:
         predictor = state[name]

@@ -154,16 +154,18 @@ def test_the_topic_choice_is_compiled_with_the_gold_topic_entities(kg, train):
     assert compiled.choose_topics.demos == demos and len(demos) <= Budget().topic_demos
 
 
-def test_a_program_saved_before_the_topic_choice_loads_with_it_uncompiled(kg, tmp_path):
-    import json
-
-    from kgqa.programs.saving import load_program, save_program
+def test_a_program_saved_in_another_format_says_to_recompile_in_one_line(kg, tmp_path):
+    from kgqa.programs.saving import PROGRAM_FORMAT, ProgramFileError, load_program, save_program
 
     save_program(KGQA(kg), tmp_path, settings={"kg": "demo"})
-    state = json.loads((tmp_path / "program.json").read_text())
-    del state["choose_topics"]
-    (tmp_path / "program.json").write_text(json.dumps(state))
-    assert load_program(tmp_path, kg).choose_topics.demos == []
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["format"] == PROGRAM_FORMAT and load_program(tmp_path, kg).plan.demos == []
+    for stamp in (None, PROGRAM_FORMAT - 1, PROGRAM_FORMAT + 1):  # unstamped: saved before the stamp
+        (tmp_path / "config.json").write_text(json.dumps({**config, "format": stamp}))
+        with pytest.raises(ProgramFileError, match=rf"saved by an earlier kgqa \(program format {stamp or 1}, this kgqa reads "
+                                                    rf"{PROGRAM_FORMAT}\): recompile it with `kgqa compile \.\.\. --out {tmp_path}`") as error:
+            load_program(tmp_path, kg)
+        assert "\n" not in str(error.value)
 
 
 def test_compiling_without_labels_uses_the_lm_as_teacher(kg, train):
@@ -194,48 +196,32 @@ def test_mipro_on_an_explicit_budget_proposes_instructions_and_keeps_the_best(kg
     assert set(prediction.answers) & set(train[12].answers)
 
 
-def test_a_program_compiled_by_the_older_walk_gets_a_clear_error(kg):
-    from pathlib import Path
-
-    from kgqa.programs.saving import ProgramFileError, load_program
-
-    older = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "earlier-programs" / "first-walk"
-    with pytest.raises(ProgramFileError, match=r"compiled by an earlier kgqa.*recompile it with `kgqa compile`"):
-        load_program(older, kg)
-
-
-@pytest.mark.parametrize("directory", ["path-choice", "plan-walk"])
-def test_a_program_of_either_earlier_strategy_says_to_recompile(kg, directory):
+@pytest.mark.parametrize("directory", ["first-walk", "path-choice", "plan-walk"])
+def test_a_program_of_an_earlier_walk_says_to_recompile(kg, directory):
     from pathlib import Path
 
     from kgqa.programs.saving import ProgramFileError, load_program
 
     earlier = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "earlier-programs" / directory
-    with pytest.raises(ProgramFileError, match=r"compiled by an earlier kgqa.*recompile it with `kgqa compile"):
+    with pytest.raises(ProgramFileError, match=r"saved by an earlier kgqa \(program format 1.*recompile it with `kgqa compile"):
         load_program(earlier, kg)
 
 
-def test_a_program_compiled_before_the_path_scorer_loads_without_one_and_says_so(kg, train, tmp_path, caplog):
+def test_a_program_compiled_without_the_path_scorer_loads_without_one_and_says_so(kg, train, tmp_path, caplog):
     import logging
 
     from kgqa.programs.saving import load_program, save_program
 
     with dspy.context(lm=gold_oracle(train)):
         compiled = compile_program(KGQA(kg), "labeled", trainset=train, budget=Budget(demos=1, scorer_questions=0))
-    directory = tmp_path / "before"
+    directory = tmp_path / "without"
     save_program(compiled, directory, settings={"kg": "demo"})
-    config = json.loads((directory / "config.json").read_text())  # as kgqa wrote it before the scorer
-    config["walk"]["learned_ranking"] = True
-    (directory / "config.json").write_text(json.dumps(config))
-    (directory / "ranking.json").write_text(json.dumps({"version": 1, "weights": []}))
     with caplog.at_level(logging.INFO, logger="kgqa.programs.saving"):
         loaded = load_program(directory, kg)
     assert not loaded.path_scorer.trained and loaded.config.path_scorer
-    assert "has no path scorer" in caplog.text and "ranking.json of an earlier kgqa, no longer read" in caplog.text
+    assert "has no path scorer" in caplog.text
     with dspy.context(lm=gold_oracle(train)):
         assert loaded(question=train[0].question).answers  # it answers, in the hand-set order
-    save_program(loaded, directory, settings={"kg": "demo"})
-    assert not (directory / "ranking.json").exists()
 
 
 def test_compiling_labels_the_chain_prior_with_the_chains_that_answer_in_a_rows_own_graph(kg, train):
