@@ -156,9 +156,12 @@ class KGQA(KGProgram):
             while frontier and state.depth < hops and not state.budget_hit:
                 frontier = self._hop(state, frontier, last=state.depth + 1 >= hops)  # retrieve, prune relations and entities
             candidates = self._scored_order(state, self._rank(state))
-            self._filter_facts(state, candidates)  # fact filter
-            self._update_memory(state, candidates)  # memory update
-            if not self._go_further(state, candidates):  # answer sufficiency
+            shown = self._answer_choices(state, candidates)  # what extraction would be shown
+            settled = self._settled_answer(state, shown)  # why extraction has nothing to decide, if it has not
+            short = self._enough_reached(state, candidates)  # why sufficiency has nothing to decide, if it has not
+            self._filter_facts(state, shown, settled=settled)  # fact filter
+            self._update_memory(state, candidates, short=short, settled=settled)  # memory update
+            if not self._go_further(state, candidates, skipped=short):  # answer sufficiency
                 return candidates
             hops += 1
             state.trace.extended_hops += 1
@@ -515,16 +518,15 @@ class KGQA(KGProgram):
         state.shares = {c.label: share for c, share in zip(head, shares)}
         return sorted(head, key=lambda c: -state.shares[c.label]) + candidates[SCORED:]
 
-    def _filter_facts(self, state: WalkState, candidates: list[Candidate]) -> None:
-        """The fact filter: of the facts about the candidates shown to extraction (their relations to
-        values and named entities, one query), keep the ones that bear on the question."""
+    def _filter_facts(self, state: WalkState, shown: list[Candidate], *, settled: str | None) -> None:
+        """The fact filter: of the facts about the candidates `shown` to extraction (their relations
+        to values and named entities, one query), keep the ones that bear on the question; skipped
+        where extraction is (`settled` says why), the one step that reads them."""
         state.facts = []
         if not state.config.fact_filter:
             return state.trace.record("fact_filter", "skipped", "switched off")
         if not state.conditions and not state.asked.names_values:
             return state.trace.record("fact_filter", "skipped", "the question sets no condition")
-        shown = self._answer_choices(state, candidates)
-        settled = self._settled_answer(state, shown)
         if settled:  # the kept facts are read by extraction alone
             return state.trace.record("fact_filter", "skipped", f"no step reads the facts: extraction is skipped ({settled})")
         offered = self._facts(state, shown)
@@ -562,19 +564,19 @@ class KGQA(KGProgram):
         query = f"{state.question} {' '.join(state.conditions)}"
         return self.embedder.top(query, facts, state.config.facts_shown) if len(facts) > state.config.facts_shown else facts
 
-    def _update_memory(self, state: WalkState, candidates: list[Candidate]) -> None:
+    def _update_memory(self, state: WalkState, candidates: list[Candidate], *, short: str | None, settled: str | None) -> None:
         """Memory update: when the question names several entities, one note per entity on what its
         paths established, the earlier notes updated (a conjunction's answer must fit them all).
         Skipped where nothing reads the notes, and where the entities' paths meet at no candidate
         and only extraction reads them (on CWQ-mini such notes said "X: no answer yet" or named a
         hop-short entity; skipping them saved 0.2 calls a question and answered 3 more of 300 right:
-        1e132b4:bench/results/memory-meets-cwq-dev/)."""
+        1e132b4:bench/results/memory-meets-cwq-dev/). `short` and `settled`: why sufficiency and
+        extraction have nothing to decide, if so."""
         names = list(dict.fromkeys(t.label for t in state.topics))
         if not state.config.memory_update:
             return state.trace.record("memory_update", "skipped", "switched off")
         if len(names) < 2:
             return state.trace.record("memory_update", "skipped", "the question names one entity")
-        short, settled = self._enough_reached(state, candidates), self._settled_answer(state, self._answer_choices(state, candidates))
         if short and settled:  # the notes are read by sufficiency and extraction alone
             return state.trace.record("memory_update", "skipped",
                                       f"no step reads the notes: sufficiency is skipped ({short}), extraction too ({settled})")
@@ -602,10 +604,10 @@ class KGQA(KGProgram):
             state.trace.record("memory_update", "fell_back", "no usable notes: what each entity reaches")
         state.trace.memory = list(state.memory)
 
-    def _go_further(self, state: WalkState, candidates: list[Candidate]) -> bool:
+    def _go_further(self, state: WalkState, candidates: list[Candidate], *, skipped: str | None) -> bool:
         """Answer sufficiency: do the best paths reach the answer? True (walk one hop further) only
-        when the model says they stop short and the walk may still go deeper."""
-        skipped = self._enough_reached(state, candidates)
+        when the model says they stop short and the walk may still go deeper. `skipped`: why it has
+        nothing to decide (`_enough_reached`), if so."""
         if skipped:
             state.trace.record("sufficiency", "skipped", skipped)
             return False
