@@ -24,7 +24,7 @@
 | memory update | `_update_memory` | `update_memory` | `UpdateMemory` | signatures/memory.py | the question names one entity; sufficiency and extraction are both skipped (nothing reads the notes) |
 | answer sufficiency | `_go_further` | `check_sufficiency` | `CheckSufficiency` | signatures/answer.py | at the deepest hop; extensions used up; the walk already went past the plan; nothing reached; the best path goes by the relation the plan's last hop names |
 | path answer extraction | `_extract` | `extract_answers` | `ExtractAnswers` | signatures/answer.py | one candidate, or one relation chain; one candidate where the paths from the most topic entities meet in fewer hops than at any other; the question sets no condition and the best path, from every topic entity, goes by the relation the plan's last hop names |
-| value check (no LLM call) | `_compare_values` | none | none (`programs/values.py`) | programs/values.py | the question compares no value; too few answers; no value of the answers is like the question's words |
+| value check (no LLM call) | `ValueCheck` | none | none (`programs/values.py`) | programs/steps/value_check.py | the question compares no value; too few answers; no value of the answers is like the question's words |
 | reflection | `_reflect` | `reflect` | `Reflect` | signatures/reflect.py | no dead end |
 
 Every step can be switched off (`WalkConfig`), and the trace records, for each step, whether it ran,
@@ -46,8 +46,8 @@ import dspy
 import pydantic
 
 from kgqa.data.questions import question_problem
-from kgqa.kg import Direction, Edge, KnowledgeGraph, Step
-from kgqa.programs import render, values
+from kgqa.kg import KnowledgeGraph, Step
+from kgqa.programs import render
 from kgqa.programs.base import KGProgram, WalkState
 from kgqa.programs.chains import ChainPrior, Votes
 from kgqa.programs.config import WalkConfig
@@ -56,6 +56,7 @@ from kgqa.programs.linking import Candidate as LinkCandidate
 from kgqa.programs.linking import Linker, Linking
 from kgqa.programs.question import Question, end_at_answer, hop_relation, start_after_topic
 from kgqa.programs.scorer import PathScorer
+from kgqa.programs.steps import ValueCheck
 from kgqa.programs.trace import StopReason, Trace, token_totals
 from kgqa.programs.trails import Hop, Trail
 from kgqa.signatures import (
@@ -79,7 +80,6 @@ _PLANNED_BONUS = 0.3  # added to the similarity (0..1) of a candidate on the pla
 _VALUES_PER_FACT = 3  # values of one (candidate, relation) shown in one fact
 _TOPIC_RELATIONS = 4  # relations shown with each candidate topic entity
 _LOGGED_PRIOR = 3  # the chain prior's heaviest chains, in the trace
-_VALUED_ANSWERS = 30  # answers whose values a comparison reads, at most
 SCORED = 60  # candidates the path scorer orders (the hand-set order's first); the rest follow
 
 __all__ = ["KGQA", "SCORED", "Candidate", "scored_text"]
@@ -121,6 +121,7 @@ class KGQA(KGProgram):
         self.extract_answers = dspy.Predict(ExtractAnswers)
         self.reflect = dspy.Predict(Reflect)
         self.choose_topics = dspy.Predict(ChooseTopicEntities)
+        self.value_check = ValueCheck(self.embedder)
 
     # -- the algorithm -----------------------------------------------------------------------
 
@@ -131,7 +132,7 @@ class KGQA(KGProgram):
         if not candidates:
             return state.stop(StopReason.DEAD_END)
         extracted = self._extract(state, candidates)  # path answer extraction
-        self._compare_values(state)  # where the question compares a value, the answers it holds for
+        state.final = self.value_check.run(state, state.final)  # where the question compares a value, the answers it holds for
         state.stop(StopReason.CHOSEN if extracted else StopReason.PLAN_DONE)
 
     def _retrieve(self, state: WalkState, topic_entities: Sequence[str] | None) -> list[Candidate]:
@@ -196,7 +197,7 @@ class KGQA(KGProgram):
                            "memory_notes": list(state.memory), "candidates": [c.label for c in choices],
                            "topic": topic},
             "sufficiency": {"best_paths": [c.path for c in best], "ends": [c.label for c in best],
-                            "cut_paths": [render.plain_path(cut) if cut else None for cut in (_cut_back(c.trail) for c in best)],
+                            "cut_paths": [render.plain_path(cut) if cut else None for cut in (c.trail.cut_back() for c in best)],
                             "topic": topic},
             "scorer": {"paths": [scored_text(c) for c in candidates[:SCORED]], "candidates": [c.label for c in candidates[:SCORED]]},
         }
@@ -673,72 +674,6 @@ class KGQA(KGProgram):
         state.final = final
         return extracted
 
-    def _compare_values(self, state: WalkState) -> None:
-        """The answers a value decides: where the question compares a value ("the latest founding
-        date", "fewer than 15,208 undergraduates"), the extracted answers and the other ends of
-        their chains are compared by the value relation most like the question's words, and the
-        ones the comparison holds for answer, best first. Where the answers have no date or number
-        at all and are values themselves (the ISO codes extraction chose for "which Caribbean country
-        has the smallest ISO number"), the entities their trails passed to reach them are compared
-        and answer instead. No LLM call: the small model does not compare the values it is shown
-        (`programs.values`)."""
-        if not state.config.value_check:
-            return state.trace.record("value_check", "skipped", "switched off")
-        comparison = state.asked.comparison
-        if comparison is None:
-            return state.trace.record("value_check", "skipped", "the question compares no value")
-        first: dict[str, Trail] = {}
-        for trail in state.final:
-            first.setdefault(render.node_label(trail.end), trail)
-        trails = [t for t in first.values() if not t.end.literal][:_VALUED_ANSWERS]
-        needed = 1 if comparison.bound is not None else 2
-        if len(trails) < needed:
-            return state.trace.record("value_check", "skipped", "fewer answers than the comparison needs")
-        found = self._answer_values(state, trails)
-        decided, of = values.decide(comparison, found, self.embedder.similarities), "answers"
-        valueless = not any(values.is_value(text) for pairs in found.values() for _, text in pairs)
-        owners = _owners(trails) if decided is None and valueless else {}
-        if len(owners) >= needed:  # the answers are values themselves (countries' ISO codes): compare whose they are
-            first, trails, of = owners, list(owners.values()), "entities the answers are values of"
-            decided = values.decide(comparison, self._answer_values(state, trails), self.embedder.similarities)
-        if decided is None:
-            return state.trace.record("value_check", "skipped", "no value of the answers is like the comparison's words")
-        kept, relation = decided
-        state.final = [first[label] for label in kept]
-        state.trace.record("value_check", "ran", f"{comparison.cue} by {relation}: {len(kept)} of {len(trails)} {of}")
-
-    def _answer_values(self, state: WalkState, trails: list[Trail]) -> dict[str, list[tuple[str, str]]]:
-        """Each answer's values, (relation, value text): its own, and those of the nameless (CVT)
-        nodes around it (a term's dates, a measured number), but of the nodes its own trail came
-        through only that one (not every other editor's tenure of the same magazine). Three queries at
-        most: the answers' relations (those the walk has not fetched), their neighbours (with the
-        relations around each), the nameless ones' values."""
-        ids = {t.end.id: render.node_label(t.end) for t in trails}
-        via = {t.end.id: (t.hops[-2].node.id, t.hops[-1].edge.reversed) for t in trails
-               if len(t.hops) > 1 and not (t.hops[-2].node.literal or t.hops[-2].node.name)}
-        missing = [e for e in ids if e not in state.relations]
-        if missing:  # the walk's own relations of the entities it went on from; the ends' are fetched here
-            state.relations.update(state.kg.relations(missing).items)
-        around = state.relations
-        fanout = state.kg.follow([Step(e, edge.relation, edge.direction) for e in ids for edge in around.get(e, ())],
-                                 relations=True)
-        found: dict[str, list[tuple[str, str]]] = {label: [] for label in ids.values()}
-        cvts: dict[str, list[str]] = defaultdict(list)  # nameless node -> the answers it is read for
-        for step, nodes in fanout.items.items():
-            for node in nodes:
-                if node.literal or node.name:
-                    found[ids[step.entity]].append((step.relation, render.node_label(node)))
-                elif step.entity not in via or Edge(step.relation, step.direction) != via[step.entity][1] \
-                        or node.id == via[step.entity][0]:
-                    cvts[node.id].append(step.entity)
-        inner = state.kg.follow([Step(cvt, edge.relation, edge.direction) for cvt in cvts
-                                 for edge in fanout.around.get(cvt, ()) if edge.direction is Direction.OUT])
-        for step, nodes in inner.items.items():
-            read = [(step.relation, render.node_label(n)) for n in nodes if n.literal or n.name]
-            for answer in dict.fromkeys(cvts[step.entity]):
-                found[ids[answer]] += read
-        return found
-
     def _settled_answer(self, state: WalkState, shown: list[Candidate]) -> str | None:
         """Why path answer extraction has nothing to decide among the answers `shown` (the first
         ranked then answers, with the other ends of its chain); None when it asks the model."""
@@ -814,29 +749,9 @@ def _on_named_chain(trail: Trail, state: WalkState) -> bool:
     return trail.score >= 1.0 and _chain(trail) in state.named
 
 
-def _owners(trails: list[Trail]) -> dict[str, Trail]:
-    """The named entities the answers are values of, each with its trail cut there (`_cut_back`):
-    the last named node before each end. An answer with none has no owner."""
-    owners: dict[str, Trail] = {}
-    for trail in trails:
-        cut = _cut_back(trail)
-        if cut is not None:
-            owners.setdefault(render.node_label(cut.end), cut)
-    return owners
-
-
 def _demo_topic(state: WalkState) -> str:
     """A question's topic names as a demo keeps them, for matching by shape (`_demo_shape` splits them)."""
     return ", ".join(dict.fromkeys(t.label for t in state.topics))
-
-
-def _cut_back(trail: Trail) -> Trail | None:
-    """The trail cut back to the last named entity it passed before its end ('Bribri -> spoken in ->
-    Costa Rica' of '... -> Costa Rica -> currency used -> Costa Rican colon'; the country a trail
-    passed to reach its ISO code); None when it passed none but its topic entity (it came from the
-    topic entity, or through nameless nodes only)."""
-    at = next((i for i in range(len(trail.hops) - 2, -1, -1) if trail.hops[i].node.name and not trail.hops[i].node.literal), None)
-    return None if at is None else Trail(trail.topic, trail.hops[: at + 1], trail.score)
 
 
 def _chain(trail: Trail) -> tuple[str, ...]:

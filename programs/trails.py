@@ -53,3 +53,11 @@ class Trail:
         if self.hops and self.arrival == edge.reversed:
             ids.add(self.nodes()[-2].id)
         return ids
+
+    def cut_back(self) -> Trail | None:
+        """The trail cut back to the last named entity it passed before its end ('Bribri -> spoken in ->
+        Costa Rica' of '... -> Costa Rica -> currency used -> Costa Rican colon'; the country a trail
+        passed to reach its ISO code); None when it passed none but its topic entity (it came from the
+        topic entity, or through nameless nodes only)."""
+        at = next((i for i in range(len(self.hops) - 2, -1, -1) if self.hops[i].node.name and not self.hops[i].node.literal), None)
+        return None if at is None else Trail(self.topic, self.hops[: at + 1], self.score)

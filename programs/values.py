@@ -5,7 +5,7 @@ words name the comparison (`programs.question.read_comparison`), the graph gives
 values, and `decide` keeps the answers the comparison holds for, by the value relation most like
 the words.
 
-Pure functions over text; the walk fetches the values (`KGQA._compare_values`)."""
+Pure functions over text; the value check step fetches the values (`programs.steps.value_check`)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,118 @@
+"""The value check: where the question compares a value, the answers the comparison holds for. No LLM call."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from kgqa.kg import Direction, Edge, Step
+from kgqa.programs import render, values
+from kgqa.programs.base import WalkState
+from kgqa.programs.embedder import Embedder
+from kgqa.programs.question import Comparison
+from kgqa.programs.steps.step import Outcome
+from kgqa.programs.steps.step import Step as WalkStep
+from kgqa.programs.trails import Trail
+
+VALUED_ANSWERS = 30  # answers whose values a comparison reads, at most
+
+
+class ValueCheck(WalkStep):
+    """The answers a value decides: where the question compares a value ("the latest founding
+    date", "fewer than 15,208 undergraduates"), the answers (the extracted ones and the other ends
+    of their chains) are compared by the value relation most like the question's words, and the
+    ones the comparison holds for answer, best first. Where the answers have no date or number at
+    all and are values themselves (the ISO codes extraction chose for "which Caribbean country has
+    the smallest ISO number"), the entities their trails passed to reach them are compared and
+    answer instead. No LLM call: the small model does not compare the values it is shown
+    (`programs.values`). Skipped, or deciding nothing, it leaves the answers as they are."""
+
+    name = "value_check"
+
+    def __init__(self, embedder: Embedder) -> None:
+        super().__init__()
+        self.embedder = embedder
+
+    def skip(self, state: WalkState, answers: list[Trail]) -> str | None:
+        if not state.config.value_check:
+            return "switched off"
+        comparison = state.asked.comparison
+        if comparison is None:
+            return "the question compares no value"
+        if len(_valued(answers)) < _needed(comparison):
+            return "fewer answers than the comparison needs"
+        return None
+
+    def skipped(self, state: WalkState, answers: list[Trail]) -> list[Trail]:
+        return answers
+
+    def forward(self, state: WalkState, answers: list[Trail]) -> Outcome:
+        comparison = state.asked.comparison
+        first = _valued(answers)
+        trails = list(first.values())
+        found = self._values(state, trails)
+        decided, of = values.decide(comparison, found, self.embedder.similarities), "answers"
+        valueless = not any(values.is_value(text) for pairs in found.values() for _, text in pairs)
+        owners = _owners(trails) if decided is None and valueless else {}
+        if len(owners) >= _needed(comparison):  # the answers are values themselves (countries' ISO codes): compare whose they are
+            first, trails, of = owners, list(owners.values()), "entities the answers are values of"
+            decided = values.decide(comparison, self._values(state, trails), self.embedder.similarities)
+        if decided is None:
+            return Outcome(answers, "skipped", "no value of the answers is like the comparison's words")
+        kept, relation = decided
+        return Outcome([first[label] for label in kept], "ran", f"{comparison.cue} by {relation}: {len(kept)} of {len(trails)} {of}")
+
+    def _values(self, state: WalkState, trails: list[Trail]) -> dict[str, list[tuple[str, str]]]:
+        """Each answer's values, (relation, value text): its own, and those of the nameless (CVT)
+        nodes around it (a term's dates, a measured number), but of the nodes its own trail came
+        through only that one (not every other editor's tenure of the same magazine). Three queries at
+        most: the answers' relations (those the walk has not fetched), their neighbours (with the
+        relations around each), the nameless ones' values."""
+        ids = {t.end.id: render.node_label(t.end) for t in trails}
+        via = {t.end.id: (t.hops[-2].node.id, t.hops[-1].edge.reversed) for t in trails
+               if len(t.hops) > 1 and not (t.hops[-2].node.literal or t.hops[-2].node.name)}
+        missing = [e for e in ids if e not in state.relations]
+        if missing:  # the walk's own relations of the entities it went on from; the ends' are fetched here
+            state.relations.update(state.kg.relations(missing).items)
+        around = state.relations
+        fanout = state.kg.follow([Step(e, edge.relation, edge.direction) for e in ids for edge in around.get(e, ())],
+                                 relations=True)
+        found: dict[str, list[tuple[str, str]]] = {label: [] for label in ids.values()}
+        cvts: dict[str, list[str]] = defaultdict(list)  # nameless node -> the answers it is read for
+        for step, nodes in fanout.items.items():
+            for node in nodes:
+                if node.literal or node.name:
+                    found[ids[step.entity]].append((step.relation, render.node_label(node)))
+                elif step.entity not in via or Edge(step.relation, step.direction) != via[step.entity][1] \
+                        or node.id == via[step.entity][0]:
+                    cvts[node.id].append(step.entity)
+        inner = state.kg.follow([Step(cvt, edge.relation, edge.direction) for cvt in cvts
+                                 for edge in fanout.around.get(cvt, ()) if edge.direction is Direction.OUT])
+        for step, nodes in inner.items.items():
+            read = [(step.relation, render.node_label(n)) for n in nodes if n.literal or n.name]
+            for answer in dict.fromkeys(cvts[step.entity]):
+                found[ids[answer]] += read
+        return found
+
+
+def _needed(comparison: Comparison) -> int:
+    """Answers a comparison needs: one against a bound ("after 1990"), two to compare otherwise."""
+    return 1 if comparison.bound is not None else 2
+
+
+def _valued(answers: list[Trail]) -> dict[str, Trail]:
+    """The answers a comparison reads: each entity answer once, by its first trail, `VALUED_ANSWERS` at most."""
+    first: dict[str, Trail] = {}
+    for trail in answers:
+        first.setdefault(render.node_label(trail.end), trail)
+    return dict([(label, t) for label, t in first.items() if not t.end.literal][:VALUED_ANSWERS])
+
+
+def _owners(trails: list[Trail]) -> dict[str, Trail]:
+    """The named entities the answers are values of, each with its trail cut there (`Trail.cut_back`):
+    the last named node before each end. An answer with none has no owner."""
+    owners: dict[str, Trail] = {}
+    for trail in trails:
+        cut = trail.cut_back()
+        if cut is not None:
+            owners.setdefault(render.node_label(cut.end), cut)
+    return owners

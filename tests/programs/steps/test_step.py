@@ -1,0 +1,46 @@
+"""The step wrapper (`programs.steps.step`): one place records what each step did."""
+
+from __future__ import annotations
+
+import pytest
+
+from kgqa.programs import KGQA, WalkConfig
+from kgqa.programs.steps import Outcome, Step
+
+
+class Halve(Step):
+    """A step for the test: halves a number; nothing to decide for zero; falls back on a negative one."""
+
+    name = "halve"
+
+    def skip(self, state, number):
+        return "zero" if number == 0 else None
+
+    def skipped(self, state, number):
+        return number
+
+    def forward(self, state, number):
+        if number < 0:
+            return Outcome(0, "fell_back", "a negative number: zero")
+        return Outcome(number / 2, "ran", f"{number} halved")
+
+
+def test_run_gives_the_steps_value_and_records_ran_skipped_or_fell_back_with_why(kg):
+    state, step = KGQA(kg)._new_state("q?"), Halve()
+    assert [step.run(state, 8), step.run(state, 0), step.run(state, -3)] == [4.0, 0, 0]
+    assert state.trace.steps == [{"step": "halve", "status": "ran", "why": "8 halved"},
+                                 {"step": "halve", "status": "skipped", "why": "zero"},
+                                 {"step": "halve", "status": "fell_back", "why": "a negative number: zero"}]
+
+
+def test_an_outcome_has_one_of_three_statuses():
+    with pytest.raises(ValueError, match="ran, skipped, fell_back"):
+        Outcome(1, "done")
+
+
+def test_the_program_holds_its_steps_as_modules_that_add_no_predictor(kg):
+    program = KGQA(kg, config=WalkConfig())
+    assert isinstance(program.value_check, Step) and program.value_check.name == "value_check"
+    assert ("self.value_check", program.value_check) in program.named_sub_modules()
+    assert not any(name.startswith("value_check") for name, _ in program.named_predictors())
+    assert program.deepcopy().value_check.embedder is program.embedder  # shared, as the program's
