@@ -67,7 +67,7 @@ def _configure_lm(spec: str, args: argparse.Namespace):
 def _walk_config(args: argparse.Namespace, base: dict | None = None):
 
     knobs = dict(base or {})
-    for name in ("depth", "beam_width", "max_llm_calls"):
+    for name in ("depth", "beam_width", "max_llm_calls", "scorer_sure"):
         if getattr(args, name, None) is not None:
             knobs[name] = getattr(args, name)
     if getattr(args, "topic_choice", False):
@@ -249,6 +249,9 @@ def _common(parser: argparse.ArgumentParser, *, lm_default: str | None = "local"
     parser.add_argument("--off", action="append", choices=SWITCHES, metavar="STEP",
                         help=f"switch a step off (repeatable): {', '.join(SWITCHES)}")
     parser.add_argument("--max-llm-calls", type=int, help=f"LLM calls per question at most (default {WalkConfig.max_llm_calls})")
+    parser.add_argument("--scorer-sure", type=float, metavar="SHARE",
+                        help="the path scorer's first candidate answers without the extraction call where the scorer gives it "
+                             f"at least this share of its softmax (1.0: extraction decides; default {WalkConfig.scorer_sure})")
     parser.add_argument("--topic-choice", action="store_true",
                         help="for questions without ids, let the model choose among plausible topic entities (off by default)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")

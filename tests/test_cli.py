@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from kgqa.data.demo import DEMO_KG
 
 
@@ -63,7 +65,10 @@ def test_ask_exits_non_zero_when_the_lm_stops_answering(tmp_path, demo_store):
 def test_walk_options_reach_the_walk_config():
     from kgqa.cli import _walk_config, build_parser
 
-    args = build_parser().parse_args(["ask", "who directed Heat", "--program", "p", "--topic-choice", "--off", "memory_update", "--depth", "2"])
+    args = build_parser().parse_args(["ask", "who directed Heat", "--program", "p", "--topic-choice", "--off", "memory_update", "--depth", "2",
+                                      "--scorer-sure", "0.8"])
     config = _walk_config(args)
-    assert config.topic_choice and not config.memory_update and config.depth == 2
+    assert config.topic_choice and not config.memory_update and config.depth == 2 and config.scorer_sure == 0.8
+    with pytest.raises(ValueError, match="scorer_sure must be between 0 and 1"):
+        _walk_config(build_parser().parse_args(["ask", "q?", "--program", "p", "--scorer-sure", "2"]))
     assert not _walk_config(build_parser().parse_args(["ask", "who directed Heat", "--program", "p"])).topic_choice  # off by default
