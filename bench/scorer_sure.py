@@ -25,7 +25,7 @@ stay_offline()
 from kgqa.evaluate.metrics import score_answers  # noqa: E402
 from kgqa.evaluate.runner import read_records  # noqa: E402
 
-THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
+THRESHOLDS = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)  # 0.0: the scorer's first always
 SAVED_STEPS = ("extract_answers", "filter_facts")  # the predictors only extraction's answer reads
 
 
