@@ -1,15 +1,20 @@
-"""Where to let the path scorer answer without the extraction call (`WalkConfig.scorer_sure`), read
-from one run's records with extraction deciding (`scorer_sure` 1.0), paired question by question.
+"""Where to let the path scorer answer without the extraction call (`WalkConfig.scorer_sure`),
+measured on CWQ-mini dev questions outside the compile sample, paired question by question.
 
+One command: the program compiled fresh on the `--train` compile questions of seed `--seed`
+(`bench.accuracy`'s CWQ-mini bench; kept in `--out`, so a rerun reuses it), then `--dev` dev
+questions asked with extraction deciding (`scorer_sure` 1.0; records resumed), then the sweep.
 Each record's trace keeps the path scorer's softmax share of the first candidate shown to
 extraction (`Trace.first_share`). At a threshold t, a question whose share is at least t would be
 answered by that first candidate instead of by extraction; the rest keep the answers they got.
 For each t: the questions it would answer so, Hits@1 of the run and at t, the answers gained and
 lost (paired), and the extraction and fact-filter calls (and their input tokens) it would save.
 Hits@1 is exact for the first answer; it leaves out the value check, which reorders the answers
-of a comparison after extraction. Tune on dev records only (`bench.accuracy --split dev`).
+of a comparison after extraction. `--records FILE` sweeps a run's records without asking anything.
+Tune on dev only.
 
-    .venv/bin/python -m bench.scorer_sure runs/gate-dev/bootstrap-dev.jsonl
+    .venv/bin/python -m bench.scorer_sure --dev 300 --out runs/scorer-sure
+    .venv/bin/python -m bench.scorer_sure --records runs/scorer-sure/bootstrap-dev.jsonl
 """
 
 from __future__ import annotations
@@ -89,16 +94,53 @@ def table(sweeps: list[Sweep]) -> str:
     return "\n".join([head, *(s.row() for s in sweeps)]) + "\n"
 
 
+def ask(bench, out: Path, *, lm, sample: str = "dev", progress: bool = True) -> Path:
+    """`bench`'s `sample` asked by its compiled program (compiled into `out` once, then reused)
+    with extraction deciding, under `lm`; the records' path (a rerun resumes them)."""
+    from dataclasses import replace
+
+    import dspy
+
+    from bench.accuracy import build
+    from kgqa.evaluate.runner import evaluate
+    from kgqa.lm.adapter import ConstrainedJSONAdapter
+    from kgqa.programs import WalkConfig
+
+    out.mkdir(parents=True, exist_ok=True)
+    with dspy.context(lm=lm, adapter=ConstrainedJSONAdapter()):
+        program = build("bootstrap", bench, out, WalkConfig(), sample)
+        program.config = replace(program.config, scorer_sure=1.0)
+        records = out / f"bootstrap-{sample}.jsonl"
+        evaluate(program, bench.test[sample], out=records, progress=progress)
+    return records
+
+
 def main(argv: list[str] | None = None) -> int:
+    from bench.accuracy import CWQ_MINI
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("records", type=Path, help="a run's JSONL records, extraction deciding")
+    parser.add_argument("--records", type=Path, help="sweep these JSONL records (a run with extraction deciding); ask nothing")
+    parser.add_argument("--dev", type=int, default=300, help="CWQ-mini dev questions outside the compile sample")
+    parser.add_argument("--train", type=int, default=1500, help="compile questions")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--lm", default="local")
+    parser.add_argument("--cwq-mini", type=Path, default=CWQ_MINI)
+    parser.add_argument("--out", type=Path, default=Path("runs/scorer-sure"), help="the program and the records")
     parser.add_argument("--thresholds", type=lambda text: [float(t) for t in text.split(",")], default=list(THRESHOLDS))
     args = parser.parse_args(argv)
-    if not args.records.exists():
+    if args.records is not None and not args.records.exists():
         parser.error(f"no records at {args.records}")
-    records = list(read_records(args.records, repair=False).values())
+    if args.records is None:
+        from bench.accuracy import cwq_bench
+        from kgqa.specs import make_lm
+
+        bench = cwq_bench(args.dev, args.train, args.seed, args.cwq_mini, split="dev")
+        path = ask(bench, args.out, lm=make_lm(args.lm))
+    else:
+        path = args.records
+    records = list(read_records(path, repair=False).values())
     try:
-        print(f"{len(records)} questions of {args.records}\n")
+        print(f"{len(records)} questions of {path}\n")
         print(table(sweep(records, args.thresholds)), end="")
     except ValueError as error:
         parser.error(str(error))

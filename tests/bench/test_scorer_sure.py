@@ -7,6 +7,9 @@ import json
 import pytest
 
 from bench import scorer_sure
+from kgqa.evaluate.runner import read_records
+from kgqa.lm.scripted import scripted_lm
+from tests.bench.test_reproduce import demo_bench
 
 
 def record(qid: str, *, gold: str, answered: str, shown: list[str], share: float | None, usage: dict | None = None) -> dict:
@@ -44,7 +47,21 @@ def test_records_without_the_share_or_none_at_all_are_a_clear_error(tmp_path, ca
         scorer_sure.sweep([])
     path = tmp_path / "dev.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
-    assert scorer_sure.main([str(path), "--thresholds", "0.8"]) == 0
+    assert scorer_sure.main(["--records", str(path), "--thresholds", "0.8"]) == 0
     assert "| 0.80 | 1 |" in capsys.readouterr().out
     with pytest.raises(SystemExit):
-        scorer_sure.main([str(tmp_path / "missing.jsonl")])
+        scorer_sure.main(["--records", str(tmp_path / "missing.jsonl")])
+
+
+def test_one_command_compiles_once_asks_with_extraction_deciding_and_resumes(tmp_path, monkeypatch):
+    monkeypatch.setenv("KGQA_HOME", str(tmp_path / "home"))
+    bench, lm = demo_bench(), scripted_lm({}, default=lambda inputs: "no idea")
+    path = scorer_sure.ask(bench, tmp_path / "sure", lm=lm, sample="test", progress=False)
+    records = list(read_records(path, repair=False).values())
+    assert len(records) == 4 and (tmp_path / "sure" / "program-bootstrap" / "program.json").is_file()
+    assert any(r["trace"]["first_share"] is not None for r in records)  # the compiled scorer ordered them
+    assert not any("path scorer is sure" in s["why"] for r in records for s in r["trace"]["steps"])
+    calls = len(lm.scripted.calls)
+    assert scorer_sure.ask(bench, tmp_path / "sure", lm=lm, sample="test", progress=False) == path
+    assert len(lm.scripted.calls) == calls  # resumed: nothing asked again, nothing compiled again
+    assert len(scorer_sure.sweep(records)) == len(scorer_sure.THRESHOLDS)
