@@ -681,8 +681,8 @@ class KGQA(KGProgram):
             return "switched off: the first ranked"
         if not shown:
             return "nothing reached"
-        share = state.shares.get(shown[0].label, 0.0)
-        if state.config.scorer_sure < 1.0 and share >= state.config.scorer_sure:
+        share = state.shares.get(shown[0].label)  # none where the scorer did not order the candidates
+        if share is not None and state.config.scorer_sure < 1.0 and share >= state.config.scorer_sure:
             return f"the path scorer is sure of the first ({share:.2f} of its softmax): it answers"
         if self._meeting_point(state, shown):
             return f"the paths from {shown[0].topics} topic entities meet nearest at one candidate ({shown[0].meets} hops in all): it answers"

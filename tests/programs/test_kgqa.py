@@ -699,11 +699,18 @@ def test_where_the_path_scorer_is_sure_its_first_answers_without_the_extraction_
     names = ["Ana", "Bea", "Cy", "Dov", "Eli", "Fay", "Gus", "Ida", "Jo", "Kai", "Lou", "Max"]
     walks = [ScorerGroup(f"what is the home town of [{n}]", [f"{n} -> home town -> {c}1", f"{n} -> moved to -> {c}2"], [False, True])
              for n, c in zip(names, ["Ames", "Bath", "Cork", "Doha", "Elko", "Fife", "Gary", "Hull", "Ives", "Jena", "Kiel", "Lodi"])]
-    program = KGQA(kg)
-    program.path_scorer = PathScorer.fit(walks, settings=ScorerSettings(layers=1, epochs=6, learning_rate=3e-4, group=2, hard=1))
     lm = oracle(["home_town", "moved_to"], hops=1, extracted_answers=lambda i: {"extracted_answers": ["Laguna Beach"]})
+    program = KGQA(kg)
     with dspy.context(lm=lm):
-        asked = program(question=question)  # by default extraction decides, however sure the scorer is
+        unscored = program(question=question)  # no scorer: extraction decides, whatever the threshold
+    assert unscored.answers[0] == "Laguna Beach" and unscored.trace.first_share is None
+    program.path_scorer = PathScorer.fit(walks, settings=ScorerSettings(layers=1, epochs=6, learning_rate=3e-4, group=2, hard=1))
+    with dspy.context(lm=lm):
+        default = program(question=question)  # by default the scorer's first answers wherever it ordered them
+    assert default.answers[0] == "Los Angeles" and "extract_answers" not in default.trace.step_usage
+    program.config = replace(program.config, scorer_sure=1.0)
+    with dspy.context(lm=lm):
+        asked = program(question=question)  # 1.0: extraction decides, however sure the scorer is
     share = asked.trace.first_share
     assert asked.trace.candidates[0] == "Los Angeles" and 0.5 < share < 1.0
     assert asked.answers[0] == "Laguna Beach" and statuses(asked.trace)["extraction"] == ["ran"]
