@@ -20,6 +20,8 @@ Tune on dev only.
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +52,14 @@ class Sweep:
         return (f"| {self.threshold:.2f} | {self.answered} | {self.hits_run:.3f} | {self.hits_sure:.3f} | "
                 f"+{self.gained} / -{self.lost} | {self.calls_saved / self.questions:.2f} | "
                 f"{self.tokens_saved / self.questions:,.0f} |")
+
+
+def load(path: Path) -> list[dict]:
+    """A run's records: its JSONL, or the same packed as `.jsonl.gz` (as `bench/results/` keeps them)."""
+    if path.suffix == ".gz":
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            return [json.loads(line) for line in handle if line.strip()]
+    return list(read_records(path, repair=False).values())
 
 
 def first_right(record: dict) -> bool:
@@ -138,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         path = ask(bench, args.out, lm=make_lm(args.lm))
     else:
         path = args.records
-    records = list(read_records(path, repair=False).values())
+    records = load(path)
     try:
         print(f"{len(records)} questions of {path}\n")
         print(table(sweep(records, args.thresholds)), end="")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import pytest
@@ -49,6 +50,9 @@ def test_records_without_the_share_or_none_at_all_are_a_clear_error(tmp_path, ca
     path.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
     assert scorer_sure.main(["--records", str(path), "--thresholds", "0.8"]) == 0
     assert "| 0.80 | 1 |" in capsys.readouterr().out
+    packed = tmp_path / "dev.jsonl.gz"
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    assert scorer_sure.load(packed) == scorer_sure.load(path) == RECORDS
     with pytest.raises(SystemExit):
         scorer_sure.main(["--records", str(tmp_path / "missing.jsonl")])
 

@@ -700,29 +700,29 @@ def test_where_the_path_scorer_is_sure_its_first_answers_without_the_extraction_
     walks = [ScorerGroup(f"what is the home town of [{n}]", [f"{n} -> home town -> {c}1", f"{n} -> moved to -> {c}2"], [False, True])
              for n, c in zip(names, ["Ames", "Bath", "Cork", "Doha", "Elko", "Fife", "Gary", "Hull", "Ives", "Jena", "Kiel", "Lodi"])]
     lm = oracle(["home_town", "moved_to"], hops=1, extracted_answers=lambda i: {"extracted_answers": ["Laguna Beach"]})
-    program = KGQA(kg)
+    program = KGQA(kg, config=WalkConfig(scorer_sure=0.0))
     with dspy.context(lm=lm):
         unscored = program(question=question)  # no scorer: extraction decides, whatever the threshold
     assert unscored.answers[0] == "Laguna Beach" and unscored.trace.first_share is None
+    program.config = WalkConfig()
     program.path_scorer = PathScorer.fit(walks, settings=ScorerSettings(layers=1, epochs=6, learning_rate=3e-4, group=2, hard=1))
     with dspy.context(lm=lm):
-        default = program(question=question)  # by default the scorer's first answers wherever it ordered them
-    assert default.answers[0] == "Los Angeles" and "extract_answers" not in default.trace.step_usage
-    program.config = replace(program.config, scorer_sure=1.0)
-    with dspy.context(lm=lm):
-        asked = program(question=question)  # 1.0: extraction decides, however sure the scorer is
+        asked = program(question=question)  # by default (1.0) extraction decides, however sure the scorer is
     share = asked.trace.first_share
     assert asked.trace.candidates[0] == "Los Angeles" and 0.5 < share < 1.0
     assert asked.answers[0] == "Laguna Beach" and statuses(asked.trace)["extraction"] == ["ran"]
     program.config = replace(program.config, scorer_sure=round(share - 0.01, 2))
     with dspy.context(lm=lm):
         sure = program(question=question)
-    assert sure.answers[0] == "Los Angeles"
+    assert sure.answers[0] == "Los Angeles" and "extract_answers" not in sure.trace.step_usage
     assert statuses(sure.trace)["extraction"] == [f"skipped: the path scorer is sure of the first ({share:.2f} of its softmax): it answers"]
     assert "extract_answers" not in sure.trace.step_usage
     program.config = replace(program.config, scorer_sure=round(share + 0.01, 2) if share < 0.99 else 1.0)
     with dspy.context(lm=lm):
         assert program(question=question).answers[0] == "Laguna Beach"  # not sure enough: extraction decides
+    program.config = replace(program.config, scorer_sure=0.0)
+    with dspy.context(lm=lm):
+        assert program(question=question).answers[0] == "Los Angeles"  # 0.0: wherever the scorer ordered them
 
 
 def test_the_path_scorer_fills_the_beam_with_the_relations_it_scores_best(tmp_path):
