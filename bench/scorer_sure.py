@@ -20,8 +20,6 @@ Tune on dev only.
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,8 +55,9 @@ class Sweep:
 def load(path: Path) -> list[dict]:
     """A run's records: its JSONL, or the same packed as `.jsonl.gz` (as `bench/results/` keeps them)."""
     if path.suffix == ".gz":
-        with gzip.open(path, "rt", encoding="utf-8") as handle:
-            return [json.loads(line) for line in handle if line.strip()]
+        from bench.reproduce import read_gzipped
+
+        return read_gzipped(path)
     return list(read_records(path, repair=False).values())
 
 
