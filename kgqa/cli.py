@@ -251,7 +251,8 @@ def _common(parser: argparse.ArgumentParser, *, lm_default: str | None = "local"
     parser.add_argument("--max-llm-calls", type=int, help=f"LLM calls per question at most (default {WalkConfig.max_llm_calls})")
     parser.add_argument("--scorer-sure", type=float, metavar="SHARE",
                         help="the path scorer's first candidate answers without the extraction call where the scorer gives it "
-                             f"at least this share of its softmax (1.0: extraction decides; default {WalkConfig.scorer_sure})")
+                             "at least this share of its softmax (1.0: extraction decides; default: the share the compile "
+                             "measured on held-out training walks, none for a scorer fitted on too few)")
     parser.add_argument("--topic-choice", action="store_true",
                         help="for questions without ids, let the model choose among plausible topic entities (off by default)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -34,7 +34,7 @@ from kgqa.optimizers.labels import (
 )
 from kgqa.programs.chains import ChainPrior
 from kgqa.programs.linking import Linker
-from kgqa.programs.scorer import PathScorer, ScorerSettings
+from kgqa.programs.scorer import PathScorer, ScorerSettings, calibrate
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,12 @@ class Budget:
     scorer_questions: int = 1500  # training questions whose gold-path teacher walks fit the path scorer, where the
     # trainset has gold paths (0: no scorer, the hand-set order)
     scorer: ScorerSettings = ScorerSettings()  # how the path scorer is fitted
+    sure_precision: float = 0.36  # the scorer's first answers without the extraction call from the least share of its
+    # softmax at which it was a gold answer on at least this share of held-out training walks (`programs.scorer.
+    # calibrate`; above 1: never). The local 1.5B LM's break-even: on 143 CWQ-mini dev questions its extraction kept a
+    # right first 0.865 of the time and rescued a wrong first 0.074, so the first should answer alone where it is right
+    # more than 0.074 / (0.074 + 0.135) = 0.355 of the time (bench/results/scorer-sure-dev/)
+    scorer_held_out: float = 0.1  # the share of the scorer's training walks held out to measure that (0: not measured)
     rounds: int = 1
     candidates: int = 4  # candidate programs (bootstrap-rs), instruction and demo candidates (mipro), per step (simba)
     trials: int = 6  # MIPROv2 trials (`mipro`; the light/medium presets set their own)
@@ -213,9 +219,7 @@ def compile_program(
         if pairs:
             compiled.check_sufficiency.demos = gold.sufficiency
         if walks:
-            compiled.path_scorer = PathScorer.fit(gold.scorer, settings=budget.scorer)
-            log.info("path scorer fitted on %d of %d teacher walks (%d groups) in %.0f s", compiled.path_scorer.report.questions,
-                     len(gold.scorer), compiled.path_scorer.report.groups, compiled.path_scorer.report.seconds)
+            compiled.path_scorer = _fit_scorer(gold.scorer, budget)
     if labeled and budget.step_demos:
         # and, on request, every intermediate step, labeled by the teacher's gold-path decisions: a pool each
         for name, pool in step_demos(compiled, trainset, teacher=teacher, limit=budget.step_demos).items():
@@ -227,6 +231,22 @@ def compile_program(
         skips = kg.profile.skips if kg is not None else None
         compiled.chain_prior = ChainPrior.fit((ex.question, walked_chains(ex, skips=skips)) for ex in trainset)
     return compiled
+
+
+def _fit_scorer(walks: Sequence, budget: Budget) -> PathScorer:
+    """The path scorer fitted on the teacher's `walks`, with how far to trust it measured on a share
+    of them held out from a second fit (`programs.scorer.calibrate`)."""
+    calibration = None
+    if budget.scorer_held_out > 0 and budget.sure_precision <= 1:
+        calibration = calibrate(walks, settings=budget.scorer, precision=budget.sure_precision, held_out=budget.scorer_held_out)
+        log.info("path scorer: its first was a gold answer on %d of %d held-out teacher walks from a share of %s",
+                 calibration.right, calibration.measured, calibration.sure_at)
+    scorer = PathScorer.fit(walks, settings=budget.scorer)
+    if calibration is not None:
+        scorer.calibration = calibration
+    log.info("path scorer fitted on %d of %d teacher walks (%d groups) in %.0f s", scorer.report.questions, len(walks),
+             scorer.report.groups, scorer.report.seconds)
+    return scorer
 
 
 def fit_linker(

@@ -85,12 +85,12 @@ class WalkConfig:
     scorer_sure: where the compiled path scorer gives the first candidate shown at least this share
         of its softmax over the candidates it ordered, that candidate (with the other ends of its
         chain) answers without the extraction call, and the facts and notes only extraction reads are
-        not gathered. 1.0 (the default): extraction always decides; 0.0: wherever the scorer ordered
-        the candidates, its first answers. Measured on 143 CWQ-mini dev questions with the local 1.5B
-        LM (`bench.scorer_sure`): at 0.0 Hits@1 0.566 -> 0.622 (12 answers gained, 4 lost) and 1.0
-        LLM call and about 1,000 input tokens fewer a question; higher thresholds gained less. Not the
-        default: a scorer fitted on few questions is sure and wrong (the demo's, fitted on 4, gives
-        0.88 of its softmax to a date for "Where was Ang Lee born?"), and the share does not say so.
+        not gathered. None (the default): the share the compile measured on held-out training walks
+        (`programs.scorer.Calibration`; a scorer fitted on too few walks to measure never answers
+        alone); 1.0: extraction always decides; 0.0: wherever the scorer ordered the candidates.
+        Measured on CWQ-mini dev with the local 1.5B LM (`bench.scorer_sure`,
+        bench/results/scorer-sure-dev/): on 143 questions, 0.0 took Hits@1 0.566 -> 0.622 (12
+        answers gained, 4 lost) with 1.0 LLM call and about 1,000 input tokens fewer a question.
     """
 
     depth: int = 3
@@ -130,17 +130,17 @@ class WalkConfig:
     chain_prior: bool = True
     prior_weight: float = 0.5
     path_scorer: bool = True
-    scorer_sure: float = 1.0
+    scorer_sure: float | None = None
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
             if name in SWITCHES or name in {"topic_choice", "inverse_chains"}:
                 if not isinstance(value, bool):
                     raise ValueError(f"{name} must be true or false, got {value!r}")
-            elif name in {"snap_cutoff", "clear_similarity", "clear_margin", "prior_weight", "scorer_sure"}:
+            elif name in {"snap_cutoff", "clear_similarity", "clear_margin", "prior_weight", "scorer_sure"} and value is not None:
                 if not 0.0 <= value <= 1.0:
                     raise ValueError(f"{name} must be between 0 and 1, got {value}")
-            elif name == "min_depth" and value is None:
+            elif name in {"min_depth", "scorer_sure"} and value is None:
                 continue
             elif name in {"max_reflections", "max_extensions"}:
                 if value < 0:

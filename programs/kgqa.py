@@ -682,8 +682,9 @@ class KGQA(KGProgram):
         if not shown:
             return "nothing reached"
         share = state.shares.get(shown[0].label)  # none where the scorer did not order the candidates
-        if share is not None and state.config.scorer_sure < 1.0 and share >= state.config.scorer_sure:
-            return f"the path scorer is sure of the first ({share:.2f} of its softmax): it answers"
+        sure = self.path_scorer.sure_at if state.config.scorer_sure is None else state.config.scorer_sure
+        if share is not None and sure is not None and sure < 1.0 and share >= sure:
+            return f"the path scorer is sure of the first ({share:.2f} of its softmax, at least {sure:.2f}): it answers"
         if self._meeting_point(state, shown):
             return f"the paths from {shown[0].topics} topic entities meet nearest at one candidate ({shown[0].meets} hops in all): it answers"
         if len({_relations(c.trail) for c in shown}) == 1:

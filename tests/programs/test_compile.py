@@ -258,7 +258,7 @@ def assert_saved_beside(compiled, without, kg, directory, *, part: str, file: st
 
 def test_compiling_fits_the_path_scorer_on_teacher_walks_and_saving_keeps_it_beside_the_program(kg, train, tmp_path):
     from kgqa.programs.saving import ProgramFileError, load_program, save_program
-    from kgqa.programs.scorer import SETTINGS_FILE, WEIGHTS_FILE, ScorerSettings
+    from kgqa.programs.scorer import LEAST_MEASURED, SETTINGS_FILE, WEIGHTS_FILE, ScorerSettings
 
     fast = ScorerSettings(layers=1, epochs=1)
     with dspy.context(lm=gold_oracle([]), adapter=ConstrainedJSONAdapter()):
@@ -267,6 +267,8 @@ def test_compiling_fits_the_path_scorer_on_teacher_walks_and_saving_keeps_it_bes
         plain = compile_program(KGQA(kg), "none", trainset=train, budget=Budget(scorer=fast))
     scorer = compiled.path_scorer
     assert scorer.trained and 1 <= scorer.report.questions <= len(train) and scorer.settings == fast
+    # too few walks to hold out enough to measure how far to trust it: extraction keeps deciding
+    assert scorer.calibration.held_out < LEAST_MEASURED and scorer.sure_at is None
     assert not unscored.path_scorer.trained and not plain.path_scorer.trained
     directory = tmp_path / "p"
     save_program(compiled, directory, settings={"kg": "demo"})

@@ -692,7 +692,7 @@ def test_the_path_scorer_orders_the_candidates_and_its_switch_restores_the_hand_
 
 
 def test_where_the_path_scorer_is_sure_its_first_answers_without_the_extraction_call(tmp_path):
-    from kgqa.programs.scorer import PathScorer, ScorerGroup, ScorerSettings
+    from kgqa.programs.scorer import Calibration, PathScorer, ScorerGroup, ScorerSettings
 
     kg = metaqa_kg(tmp_path, ("Lauren", "home_town", "Laguna Beach"), ("Lauren", "moved_to", "Los Angeles"))
     question = "what is the home town of [Lauren]"
@@ -707,16 +707,20 @@ def test_where_the_path_scorer_is_sure_its_first_answers_without_the_extraction_
     program.config = WalkConfig()
     program.path_scorer = PathScorer.fit(walks, settings=ScorerSettings(layers=1, epochs=6, learning_rate=3e-4, group=2, hard=1))
     with dspy.context(lm=lm):
-        asked = program(question=question)  # by default (1.0) extraction decides, however sure the scorer is
+        asked = program(question=question)  # by default the compile's calibration decides: this one has none
     share = asked.trace.first_share
+    assert program.path_scorer.sure_at is None
     assert asked.trace.candidates[0] == "Los Angeles" and 0.5 < share < 1.0
     assert asked.answers[0] == "Laguna Beach" and statuses(asked.trace)["extraction"] == ["ran"]
-    program.config = replace(program.config, scorer_sure=round(share - 0.01, 2))
+    program.path_scorer.calibration = Calibration(held_out=40, precision=0.4, sure_at=round(share - 0.01, 2), measured=30, right=20)
     with dspy.context(lm=lm):
-        sure = program(question=question)
+        sure = program(question=question)  # sure from the share its calibration measured
     assert sure.answers[0] == "Los Angeles" and "extract_answers" not in sure.trace.step_usage
-    assert statuses(sure.trace)["extraction"] == [f"skipped: the path scorer is sure of the first ({share:.2f} of its softmax): it answers"]
-    assert "extract_answers" not in sure.trace.step_usage
+    assert statuses(sure.trace)["extraction"] == [
+        f"skipped: the path scorer is sure of the first ({share:.2f} of its softmax, at least {share - 0.01:.2f}): it answers"]
+    program.config = replace(program.config, scorer_sure=1.0)
+    with dspy.context(lm=lm):
+        assert program(question=question).answers[0] == "Laguna Beach"  # 1.0: extraction decides, whatever was measured
     program.config = replace(program.config, scorer_sure=round(share + 0.01, 2) if share < 0.99 else 1.0)
     with dspy.context(lm=lm):
         assert program(question=question).answers[0] == "Laguna Beach"  # not sure enough: extraction decides

@@ -7,7 +7,15 @@ import random
 
 import pytest
 
-from kgqa.programs.scorer import SETTINGS_FILE, WEIGHTS_FILE, PathScorer, ScorerGroup, ScorerSettings
+from kgqa.programs.scorer import (
+    SETTINGS_FILE,
+    WEIGHTS_FILE,
+    Calibration,
+    PathScorer,
+    ScorerGroup,
+    ScorerSettings,
+    calibrate,
+)
 
 PEOPLE = ["Ada", "Boris", "Chen", "Dalia", "Emeka", "Farah", "Goran", "Hana", "Ivo", "Jun", "Kemal", "Lena"]
 CITIES = ["Lyon", "Porto", "Graz", "Turin", "Bergen", "Ghent", "Split", "Brno", "Cork", "Malmo", "Bari", "Tartu"]
@@ -64,6 +72,36 @@ def test_saved_as_safetensors_and_json_it_loads_with_the_same_scores(fitted, tmp
     assert loaded.order(walk.question, walk.paths) == fitted.order(walk.question, walk.paths)
     PathScorer().save(tmp_path)  # an untrained scorer leaves no stale files
     assert not (tmp_path / WEIGHTS_FILE).exists() and not PathScorer.load(tmp_path).trained
+
+
+def test_a_calibration_trusts_the_scorer_from_the_least_share_at_which_its_first_was_right_often_enough():
+    firsts = [(0.1, False)] * 10 + [(0.3, True), (0.3, False)] * 10 + [(0.8, True)] * 20
+    calibration = Calibration.measure(firsts, precision=0.7, least=10)
+    assert calibration.sure_at == 0.15 and (calibration.measured, calibration.right) == (40, 30)  # 30 of 40 from 0.15
+    assert Calibration.measure(firsts, precision=0.5, least=10).sure_at == 0.0  # 30 of 50 right from any share
+    assert Calibration.measure(firsts, precision=0.7, least=41).sure_at is None  # too few walks at the shares it would trust
+    assert Calibration.measure(firsts, precision=1.01, least=1).sure_at is None  # never right often enough
+    assert PathScorer(calibration=calibration).sure_at is None  # untrained: nothing to trust
+
+
+def test_calibrated_on_walks_held_out_from_a_second_fit_it_is_saved_and_loaded_with_the_scorer(fitted, tmp_path):
+    settings = ScorerSettings(layers=1, epochs=8, learning_rate=3e-4, group=3, hard=1, batch_groups=4)
+    every = walks(PEOPLE, seed=3)  # 24 walks
+    calibration = calibrate(every, settings=settings, precision=0.6, held_out=0.5, least=6)
+    assert calibration.held_out == 12 and calibration.measured >= 6 and calibration.right >= 0.6 * calibration.measured
+    assert calibration.sure_at is not None
+    assert calibrate(every, settings=settings, precision=0.6, held_out=0.1, least=6) == Calibration(2, 0.6)  # 2 held out: too few
+    fitted.calibration = calibration
+    try:
+        fitted.save(tmp_path)
+    finally:
+        fitted.calibration = Calibration()
+    loaded = PathScorer.load(tmp_path)
+    assert loaded.calibration == calibration and loaded.sure_at == calibration.sure_at
+    state = json.loads((tmp_path / SETTINGS_FILE).read_text())
+    del state["calibration"]  # a scorer saved without one never answers alone
+    (tmp_path / SETTINGS_FILE).write_text(json.dumps(state))
+    assert PathScorer.load(tmp_path).sure_at is None
 
 
 @pytest.mark.parametrize("spoil, error", [
