@@ -11,10 +11,12 @@ For each t: the questions it would answer so, Hits@1 of the run and at t, the an
 lost (paired), and the extraction and fact-filter calls (and their input tokens) it would save.
 Hits@1 is exact for the first answer; it leaves out the value check, which reorders the answers
 of a comparison after extraction. `--records FILE` sweeps a run's records without asking anything.
+The threshold the compile measured on held-out training walks (`programs.scorer.Calibration`, the
+walk's default) is swept too and marked "compiled"; `--program DIR` names the program to read it from.
 Tune on dev only.
 
     .venv/bin/python -m bench.scorer_sure --dev 300 --out runs/scorer-sure
-    .venv/bin/python -m bench.scorer_sure --records runs/scorer-sure/bootstrap-dev.jsonl
+    .venv/bin/python -m bench.scorer_sure --records runs/scorer-sure/bootstrap-dev.jsonl --program runs/scorer-sure/program-bootstrap
 """
 
 from __future__ import annotations
@@ -46,8 +48,9 @@ class Sweep:
     calls_saved: int
     tokens_saved: int
 
-    def row(self) -> str:
-        return (f"| {self.threshold:.2f} | {self.answered} | {self.hits_run:.3f} | {self.hits_sure:.3f} | "
+    def row(self, *, compiled: float | None = None) -> str:
+        mark = " (compiled)" if self.threshold == compiled else ""
+        return (f"| {self.threshold:.2f}{mark} | {self.answered} | {self.hits_run:.3f} | {self.hits_sure:.3f} | "
                 f"+{self.gained} / -{self.lost} | {self.calls_saved / self.questions:.2f} | "
                 f"{self.tokens_saved / self.questions:,.0f} |")
 
@@ -97,10 +100,19 @@ def sweep(records: list[dict], thresholds=THRESHOLDS) -> list[Sweep]:
     return out
 
 
-def table(sweeps: list[Sweep]) -> str:
+def table(sweeps: list[Sweep], *, compiled: float | None = None) -> str:
+    """The sweep as a Markdown table, the compile's own threshold (`compiled`) marked."""
     head = ("| share at least | answered by the scorer | Hits@1 run | Hits@1 | gained / lost | calls saved a question | "
             "input tokens saved a question |\n|---|---|---|---|---|---|---|")
-    return "\n".join([head, *(s.row() for s in sweeps)]) + "\n"
+    return "\n".join([head, *(s.row(compiled=compiled) for s in sweeps)]) + "\n"
+
+
+def calibration(program: Path):
+    """The calibration saved with `program`'s path scorer; None where it has no scorer."""
+    from kgqa.programs.scorer import PathScorer
+
+    scorer = PathScorer.load(program)
+    return scorer.calibration if scorer.trained else None
 
 
 def ask(bench, out: Path, *, lm, sample: str = "dev", progress: bool = True) -> Path:
@@ -135,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lm", default="local")
     parser.add_argument("--cwq-mini", type=Path, default=CWQ_MINI)
     parser.add_argument("--out", type=Path, default=Path("runs/scorer-sure"), help="the program and the records")
+    parser.add_argument("--program", type=Path, help="the program whose compiled threshold to sweep too "
+                        "(default: --out's, when asking)")
     parser.add_argument("--thresholds", type=lambda text: [float(t) for t in text.split(",")], default=list(THRESHOLDS))
     args = parser.parse_args(argv)
     if args.records is not None and not args.records.exists():
@@ -145,12 +159,27 @@ def main(argv: list[str] | None = None) -> int:
 
         bench = cwq_bench(args.dev, args.train, args.seed, args.cwq_mini, split="dev")
         path = ask(bench, args.out, lm=make_lm(args.lm))
+        args.program = args.program or args.out / "program-bootstrap"
     else:
         path = args.records
     records = load(path)
+    thresholds, compiled = list(args.thresholds), None
+    if args.program is not None:
+        try:
+            calibrated = calibration(args.program)
+        except ValueError as error:
+            parser.error(f"{args.program}: {error}")
+        if calibrated is None or calibrated.sure_at is None:
+            print(f"{args.program}: its compile trusts the scorer at no share ({calibrated})")
+        else:
+            compiled = calibrated.sure_at
+            thresholds = sorted({*thresholds, compiled})
+            print(f"{args.program}: its compile trusts the scorer from a share of {compiled:.2f} (its first was a gold "
+                  f"answer on {calibrated.right} of {calibrated.measured} held-out teacher walks from there; "
+                  f"{calibrated.held_out} held out)")
     try:
         print(f"{len(records)} questions of {path}\n")
-        print(table(sweep(records, args.thresholds)), end="")
+        print(table(sweep(records, thresholds), compiled=compiled), end="")
     except ValueError as error:
         parser.error(str(error))
     return 0

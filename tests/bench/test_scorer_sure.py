@@ -69,3 +69,24 @@ def test_one_command_compiles_once_asks_with_extraction_deciding_and_resumes(tmp
     assert scorer_sure.ask(bench, tmp_path / "sure", lm=lm, sample="test", progress=False) == path
     assert len(lm.scripted.calls) == calls  # resumed: nothing asked again, nothing compiled again
     assert len(scorer_sure.sweep(records)) == len(scorer_sure.THRESHOLDS)
+
+
+def test_the_threshold_the_compile_measured_is_swept_and_marked(tmp_path, monkeypatch, capsys):
+    from kgqa.programs.scorer import Calibration, PathScorer
+
+    monkeypatch.setenv("KGQA_HOME", str(tmp_path / "home"))
+    bench, lm = demo_bench(), scripted_lm({}, default=lambda inputs: "no idea")
+    path = scorer_sure.ask(bench, tmp_path / "sure", lm=lm, sample="test", progress=False)
+    program = tmp_path / "sure" / "program-bootstrap"
+    assert scorer_sure.main(["--records", str(path), "--program", str(program), "--thresholds", "0.8"]) == 0
+    assert "trusts the scorer at no share" in capsys.readouterr().out  # fitted on 4 questions: too few to measure
+    scorer = PathScorer.load(program)
+    scorer.calibration = Calibration(held_out=120, precision=0.36, sure_at=0.45, measured=100, right=70)
+    scorer.save(tmp_path / "calibrated")
+    assert scorer_sure.main(["--records", str(path), "--program", str(tmp_path / "calibrated"), "--thresholds", "0.8"]) == 0
+    out = capsys.readouterr().out
+    assert "from a share of 0.45 (its first was a gold answer on 70 of 100" in out
+    assert "| 0.45 (compiled) |" in out and "| 0.80 |" in out
+    with pytest.raises(SystemExit):  # a program whose scorer is spoiled
+        (tmp_path / "calibrated" / "path_scorer.json").write_text("{}")
+        scorer_sure.main(["--records", str(path), "--program", str(tmp_path / "calibrated")])
