@@ -102,9 +102,17 @@ class KGProfile:
     inverses: str = "none"
     reverse_property: str = ""
     known_relations: tuple[str, ...] = field(default=())
+    # How a relation id reads as words (`relation_parts`): "dotted" (Freebase's domain.type.property,
+    # each dotted part a name), "plain" (the id is one name: MetaQA's directed_by), "iri" (the IRI's
+    # local name, its camelCase split: .../ontology/birthPlace is birth_place).
+    relation_names: str = "plain"
     # Conversions are pure and hot (every id of every frontier, every IRI of every result), so
     # each profile remembers the last ones it made. Refusals (InvalidTermError) are not remembered.
     _memo: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.relation_names not in RELATION_NAMES:
+            raise ValueError(f"relation_names is one of {', '.join(RELATION_NAMES)}, not {self.relation_names!r}")
 
     def _remembered(self, table: str, key: str, make):
         memo = self._memo.setdefault(table, {})
@@ -135,6 +143,26 @@ class KGProfile:
             return None
         return relation
 
+    def relation_parts(self, relation: str) -> tuple[str, ...]:
+        """A relation id's names, most general first, the words of each joined by '_':
+        ('people', 'person', 'place_of_birth'), ('directed_by',), ('birth_place',)."""
+        if self.relation_names == "dotted":
+            return tuple(relation.split("."))
+        if self.relation_names == "iri":
+            local = re.split(r"[/#:]", relation.rstrip("/#"))[-1]
+            return (_CAMEL_HUMP.sub("_", local).lower(),)
+        return (relation,)
+
+    def relation_phrase(self, relation: str) -> str:
+        """A relation as a short phrase, for the model and the path scorer: its last two names in
+        words ('person place of birth', 'directed by', 'birth place')."""
+        return self._remembered("phrase", relation, lambda r: " ".join(self.relation_parts(r)[-2:]).replace("_", " "))
+
+    def relation_words(self, label: str) -> str:
+        """A relation label (a relation, or several through nameless nodes, 'a -> b') as all its
+        names in words, for similarity: 'film film directed by -> film performance actor'."""
+        return " -> ".join(" ".join(self.relation_parts(part)).replace("_", " ") for part in label.split(" -> "))
+
     def skips(self, relation: str) -> bool:
         return relation.startswith(self.skip_relation_prefixes) or any(
             s in relation for s in self.skip_relation_substrings
@@ -146,6 +174,8 @@ class KGProfile:
         return tuple(namespace + p for p in self.skip_relation_prefixes)
 
 
+RELATION_NAMES = ("dotted", "plain", "iri")
+_CAMEL_HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 FREEBASE_ID = re.compile(r"[mg]\.[0-9a-z_]+")  # a Freebase mid or g-id; a nameless (CVT) node is known by it
 # Real Freebase property ids are mostly lower case, but not all: `book.book_edition.ISBN`,
 # `location.location_symbol_relationship.Kind_of_symbol`; a few user bases use hyphens.
@@ -164,6 +194,7 @@ FREEBASE = KGProfile(
     drops_pre_relations=True,
     inverses="schema",
     reverse_property=FREEBASE_NS + "type.property.reverse_property",
+    relation_names="dotted",
 )
 
 METAQA_RELATIONS = (
@@ -201,6 +232,7 @@ ROG = KGProfile(
     step_through_unnamed=True,
     drops_pre_relations=True,
     inverses="mirrored",
+    relation_names="dotted",
 )
 
 GENERIC = KGProfile(
@@ -212,6 +244,7 @@ GENERIC = KGProfile(
     alias_predicates=("http://www.w3.org/2004/02/skos/core#altLabel",),
     skip_relation_prefixes=(),
     skip_relation_substrings=("#label", "#prefLabel", "sameAs"),
+    relation_names="iri",
 )
 
 PROFILES: dict[str, KGProfile] = {p.name: p for p in (FREEBASE, METAQA, ROG, GENERIC)}

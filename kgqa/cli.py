@@ -82,10 +82,6 @@ def _compile(args: argparse.Namespace) -> int:
     from kgqa.specs import load_data, make_lm, open_kg
     from kgqa.workflow import compile_to_dir
 
-    if args.strategy:
-        raise KGQAError(f"--strategy {args.strategy} is gone: kgqa is one program now, with every step (plan, relation "
-                        "prune, entity prune, fact filter, memory update, answer sufficiency, path answer extraction); "
-                        "drop --strategy, and switch steps off with --off STEP")
     trainset = load_data(args.train)
     devset = load_data(args.dev) if args.dev else None
     kg = open_kg(args.kg, profile=args.profile)
@@ -277,7 +273,6 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--dev", help="data spec measured before and after compiling")
     comp.add_argument("--kg", required=True, help="demo, embedded:DIR, metaqa:PATH/kb.txt, ntriples:PATH or an endpoint URL")
     comp.add_argument("--profile", choices=profiles)
-    comp.add_argument("--strategy", help=argparse.SUPPRESS)  # gone: one program; a clear error below
     comp.add_argument("--optimizer", default="bootstrap", choices=TELEPROMPTERS, help="teleprompter (default bootstrap)")
     comp.add_argument("--teacher-lm", help="LM that bootstraps demos / proposes instructions (default: --lm)")
     comp.add_argument("--reflection-lm", help="LM for GEPA's reflection")

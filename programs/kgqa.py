@@ -93,13 +93,9 @@ class Candidate:
     label: str
     trail: Trail
     topics: int
-    meets: int = 0
-
-    @property
-    def path(self) -> str:
-        """The trail as the model reads it: names and relation words, directions left out (on graphs
-        cut from retrieved paths they point the way a retriever walked, not always Freebase's way)."""
-        return render.plain_path(self.trail)
+    meets: int
+    path: str  # the trail as the model reads it: names and relation phrases, directions left out (on graphs
+    # cut from retrieved paths they point the way a retriever walked, not always Freebase's way)
 
 
 class KGQA(KGProgram):
@@ -197,7 +193,7 @@ class KGQA(KGProgram):
                            "memory_notes": list(state.memory), "candidates": [c.label for c in choices],
                            "topic": topic},
             "sufficiency": {"best_paths": [c.path for c in best], "ends": [c.label for c in best],
-                            "cut_paths": [render.plain_path(cut) if cut else None for cut in (c.trail.cut_back() for c in best)],
+                            "cut_paths": [render.plain_path(cut, phrase=state.kg.profile.relation_phrase) if cut else None for cut in (c.trail.cut_back() for c in best)],
                             "topic": topic},
             "scorer": {"paths": [scored_text(c) for c in candidates[:SCORED]], "candidates": [c.label for c in candidates[:SCORED]]},
         }
@@ -259,7 +255,7 @@ class KGQA(KGProgram):
         around = dict(state.kg.relations([c.entity for c in candidates]).items)
         labels: list[str] = []
         for c in candidates:
-            phrases = list(dict.fromkeys(render.relation_phrase(e.relation) for e in around.get(c.entity, ())))
+            phrases = list(dict.fromkeys(state.kg.profile.relation_phrase(e.relation) for e in around.get(c.entity, ())))
             if len(phrases) > _TOPIC_RELATIONS:
                 phrases = self.embedder.top(state.question, phrases, _TOPIC_RELATIONS)
             label = f"{c.name} ({c.mention.text if c.mention else 'implied'}): {'; '.join(phrases) or 'no relations'}"
@@ -372,7 +368,7 @@ class KGQA(KGProgram):
         target that spells its relation words in parentheses is compared by them ("movie (written
         by)": "written by", not the "movie" that directed_by fits as well), and a target names a
         relation, not its direction: directions are left out of the comparison."""
-        words = [render.relation_words(label.replace(" (reverse)", "")) for label in labels]
+        words = [state.kg.profile.relation_words(label.replace(" (reverse)", "")) for label in labels]
         scores = dict(zip(labels, self.embedder.similarities(hop_relation(self._hop_target(state)), words)))
         ranked = sorted(labels, key=lambda label: (-scores[label], label))
         return ranked, ranked[0] if _clear(ranked, scores, state.config) else None
@@ -396,13 +392,13 @@ class KGQA(KGProgram):
         if state.config.path_scorer and self.path_scorer.trained:
             state.trace.path_scorer = True
             trails = [(label, t) for label, reached in by_label.items() for t in reached[:_BEAM_TRAILS]]
-            scored = self.path_scorer.scores(state.question, [render.plain_path(t) for _, t in trails])
+            scored = self.path_scorer.scores(state.question, [render.plain_path(t, phrase=state.kg.profile.relation_phrase) for _, t in trails])
             best: dict[str, float] = {}
             for (label, _), score in zip(trails, scored):
                 best[label] = max(best.get(label, score), score)
             return best
         labels = list(by_label)
-        similar = self.embedder.similarities(state.question, [_chain_words(_chain(by_label[label][0])) for label in labels])
+        similar = self.embedder.similarities(state.question, [_chain_words(_chain(by_label[label][0]), state) for label in labels])
         weight = state.config.prior_weight
         return {label: s + weight * state.votes.prefix(_relations(by_label[label][0])) for label, s in zip(labels, similar)}
 
@@ -486,10 +482,10 @@ class KGQA(KGProgram):
         for trail in ends:
             by_chain[_chain(trail)].append(trail)
         chains = list(by_chain)
-        chain_scores = dict(zip(chains, self.embedder.similarities(state.question, [_chain_words(c) for c in chains])))
+        chain_scores = dict(zip(chains, self.embedder.similarities(state.question, [_chain_words(c, state) for c in chains])))
         pairs = [t for chain in sorted(chains, key=lambda c: -chain_scores[c])[: state.config.max_candidates]
                  for t in by_chain[chain][:_PAIRS_PER_CHAIN]]
-        named = self.embedder.similarities(state.question, [f"{_chain_words(_chain(t))} : {render.node_label(t.end)}" for t in pairs])
+        named = self.embedder.similarities(state.question, [f"{_chain_words(_chain(t), state)} : {render.node_label(t.end)}" for t in pairs])
         pair_scores = {id(t): s for t, s in zip(pairs, named)}
         best: dict[str, tuple[float, Trail]] = {}
         topics: dict[str, dict[str, int]] = defaultdict(dict)  # label -> topic entity -> its fewest hops there
@@ -505,7 +501,9 @@ class KGQA(KGProgram):
                 best[label] = (score, trail)
         meets = {label: sum(hops.values()) if len(hops) > 1 else 0 for label, hops in topics.items()}
         ranked = sorted(best, key=lambda label: (-len(topics[label]), meets[label], -best[label][0], label))
-        return [Candidate(label, best[label][1], len(topics[label]), meets[label]) for label in ranked]
+        phrase = state.kg.profile.relation_phrase
+        return [Candidate(label, best[label][1], len(topics[label]), meets[label], render.plain_path(best[label][1], phrase=phrase))
+                for label in ranked]
 
     def _scored_order(self, state: WalkState, candidates: list[Candidate]) -> list[Candidate]:
         """The first `SCORED` candidates in the compiled path scorer's order (`programs.scorer`: fitted
@@ -560,7 +558,8 @@ class KGQA(KGProgram):
         for step in steps:
             values = [render.node_label(n) for n in fanout[step] if (n.literal or n.name) and n.id not in state.topic_ids]
             if values:
-                facts.append(render.fact(entities[step.entity].label, step.relation, values[:_VALUES_PER_FACT]))
+                facts.append(render.fact(entities[step.entity].label, step.relation, values[:_VALUES_PER_FACT],
+                                         phrase=state.kg.profile.relation_phrase))
         facts = list(dict.fromkeys(facts))
         query = f"{state.question} {' '.join(state.conditions)}"
         return self.embedder.top(query, facts, state.config.facts_shown) if len(facts) > state.config.facts_shown else facts
@@ -590,7 +589,7 @@ class KGQA(KGProgram):
         evidence = []
         for trails in reached.values():
             ranked = sorted(trails, key=lambda t: rank[render.node_label(t.end)])
-            evidence += list(dict.fromkeys(render.plain_path(t) for t in ranked))[: state.config.sufficiency_shown]
+            evidence += list(dict.fromkeys(render.plain_path(t, phrase=state.kg.profile.relation_phrase) for t in ranked))[: state.config.sufficiency_shown]
         signature = self.update_memory.signature.with_updated_fields(
             "memory_notes", type_=Annotated[list[str], pydantic.Field(max_length=len(names))])
         out = self._call(state, self.update_memory, signature=signature, question=state.question, plan=state.hop_targets,
@@ -796,9 +795,9 @@ def _chains_spread(candidates: list[Candidate], shown: int, per_chain: int) -> l
     return [c for c in candidates if id(c) in picked]
 
 
-def _chain_words(chain: tuple[str, ...]) -> str:
+def _chain_words(chain: tuple[str, ...], state: WalkState) -> str:
     """A chain's relations as words for similarity: ('x', 'sports.mascot.team') -> 'mascot team'."""
-    return " ; ".join(render.relation_phrase(relation) for relation in chain[1:])
+    return " ; ".join(state.kg.profile.relation_phrase(relation) for relation in chain[1:])
 
 
 def _edge(trail: Trail, kept: bool) -> list:

@@ -1,8 +1,9 @@
-"""How walk state is written for the model and for users. No logic lives here."""
+"""How walk state is written for the model and for users. No logic lives here. How a relation
+reads as words is the graph's convention: callers pass its profile's `relation_phrase`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from kgqa.kg import Direction, Edge, Node
 from kgqa.programs.trails import Trail
@@ -17,31 +18,20 @@ def compound_label(edges: Sequence[Edge]) -> str:
     return " -> ".join(map(relation_label, edges))
 
 
-def relation_words(label: str) -> str:
-    """A relation label as words, for similarity: 'film.film.directed_by (reverse)' -> 'film film directed by (reverse)'."""
-    return label.replace("_", " ").replace(".", " ")
-
-
-def relation_phrase(relation: str) -> str:
-    """A relation id as a short phrase: its last two dotted parts in words ('people.person.place_of_birth'
-    -> 'person place of birth', 'directed_by' -> 'directed by')."""
-    return " ".join(relation.split(".")[-2:]).replace("_", " ")
-
-
-def plain_path(trail: Trail) -> str:
-    """A trail as names and relation phrases, nameless (CVT) nodes and directions left out:
+def plain_path(trail: Trail, *, phrase: Callable[[str], str]) -> str:
+    """A trail as names and relation phrases (`phrase`), nameless (CVT) nodes and directions left out:
     'Lou Seal -> mascot team -> San Francisco Giants -> championship event champion -> 2014 World Series'."""
     parts = [node_label(trail.topic)]
     for hop in trail.hops:
-        parts.append(relation_phrase(hop.relation))
+        parts.append(phrase(hop.relation))
         if hop.node.literal or hop.node.name:
             parts.append(node_label(hop.node))
     return " -> ".join(parts)
 
 
-def fact(subject: str, relation: str, values: Sequence[str]) -> str:
+def fact(subject: str, relation: str, values: Sequence[str], *, phrase: Callable[[str], str]) -> str:
     """A fact about a candidate as the fact filter shows it: 'Titanic | film initial release date | 1997-12-19'."""
-    return f"{subject} | {relation_phrase(relation)} | {', '.join(values)}"
+    return f"{subject} | {phrase(relation)} | {', '.join(values)}"
 
 
 def fact_names(text: str) -> list[str]:

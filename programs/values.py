@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 
+from kgqa.kg.profiles import KGProfile
 from kgqa.programs.question import STOP_WORDS, Comparison, as_number
-from kgqa.programs.render import relation_phrase
 
 _ISO_DATE = re.compile(r"^(-?\d{4})(?:-(\d{2}))?(?:-(\d{2}))?(?:T[\d:.]+Z?)?$")
 _GENERIC = frozenset(("date", "numbe", "time", "year", "value", "type"))
@@ -40,6 +40,7 @@ def decide(
     values: Mapping[str, Sequence[tuple[str, str]]],
     similar: Callable[[str, Sequence[str]], list[float]],
     *,
+    profile: KGProfile,
     min_similarity: float = 0.2,
 ) -> tuple[list[str], str] | None:
     """The answers (keys of `values`, each with its (relation id, value text) pairs) the
@@ -47,7 +48,7 @@ def decide(
     with comparable values is like the comparison's words (it shares a word with them, or is the
     end of a term they name: "started" a term's `from`; an identifier only where they name one).
     A bound keeps every answer whose value meets it; an extreme compares at least two answers'
-    values and keeps the answers at it."""
+    values and keeps the answers at it. The graph's `profile` says how a relation id reads as words."""
     texts: dict[str, dict[str, list[str]]] = {}  # relation -> answer -> its value texts
     for answer, pairs in values.items():
         for relation, text in pairs:
@@ -55,15 +56,15 @@ def decide(
     words = comparison.words or comparison.cue
     said = _stems(words)
     by_relation = {relation: got for relation, got in ((r, _comparable(t, comparison)) for r, t in texts.items())
-                   if got and (said & {"id", "ids"} or not _is_id(relation))}
+                   if got and (said & {"id", "ids"} or not _is_id(profile.relation_parts(relation)))}
     needed = 1 if comparison.bound is not None else 2
     relations = [r for r, got in by_relation.items() if len(got) >= needed]
     if not relations:
         return None
-    shared = [_shared(said, relation) for relation in relations]
-    hints = [_edge_hint(said, relation) for relation in relations]
-    scores = [similarity + share + hint
-              for similarity, share, hint in zip(similar(words, [relation_phrase(r) for r in relations]), shared, hints)]
+    shared = [_shared(said, profile.relation_parts(relation)) for relation in relations]
+    hints = [_edge_hint(said, profile.relation_parts(relation)) for relation in relations]
+    phrases = [profile.relation_phrase(r) for r in relations]
+    scores = [similarity + share + hint for similarity, share, hint in zip(similar(words, phrases), shared, hints)]
     best = max(range(len(relations)), key=scores.__getitem__)
     if scores[best] < min_similarity or not (shared[best] or hints[best] > 0):
         return None
@@ -125,28 +126,29 @@ def _stem(word: str) -> str:
     return word[:5]
 
 
-def _is_id(relation: str) -> bool:
-    """A relation to an identifier ('film.film.netflix_id', 'education.school.nces_school_id')."""
-    return relation.lower().split(".")[-1].split("_")[-1] == "id"
+def _is_id(names: tuple[str, ...]) -> bool:
+    """A relation (its `names`, `KGProfile.relation_parts`) to an identifier ('film.film.netflix_id',
+    'education.school.nces_school_id')."""
+    return names[-1].lower().split("_")[-1] == "id"
 
 
-def _own_words(relation: str) -> str:
-    """What a relation says of its subject: its last part ('calling code', not the 'country' every
-    country relation names), or its last two when the last says nothing of its own ('position held
-    to', 'award honor year')."""
-    own = relation.split(".")[-1].replace("_", " ")
-    return own if _stems(own) - _BARE else relation_phrase(relation)
+def _own_words(names: tuple[str, ...]) -> str:
+    """What a relation (its `names`) says of its subject: its last name ('calling code', not the
+    'country' every country relation names), or its last two when the last says nothing of its own
+    ('position held to', 'award honor year')."""
+    own = names[-1].replace("_", " ")
+    return own if _stems(own) - _BARE else " ".join(names[-2:]).replace("_", " ")
 
 
-def _shared(said: set[str], relation: str) -> float:
+def _shared(said: set[str], names: tuple[str, ...]) -> float:
     """A bonus for each word stem the comparison's words (`said`, their stems) and the relation's
     own words share ("founding" and "date founded"; "calling code")."""
-    return 0.25 * len(said & _stems(_own_words(relation)))
+    return 0.25 * len(said & _stems(_own_words(names)))
 
 
-def _edge_hint(said: set[str], relation: str) -> float:
+def _edge_hint(said: set[str], names: tuple[str, ...]) -> float:
     """Which end of a term the words (`said`, their stems) mean: "ended" its `to`, "started" its `from`."""
-    last = relation.lower().split(".")[-1:]
+    last = [names[-1].lower()]
     ends = bool(said & {"ended", "end", "endin", "until", "left", "stopp"})
     starts = bool(said & {"start", "began", "begin", "begun", "from"})
     if last in (["to"], ["end_date"], ["until"]):

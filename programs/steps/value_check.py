@@ -50,12 +50,13 @@ class ValueCheck(WalkStep):
         first = _valued(answers)
         trails = list(first.values())
         found = self._values(state, trails)
-        decided, of = values.decide(comparison, found, self.embedder.similarities), "answers"
+        decided, of = values.decide(comparison, found, self.embedder.similarities, profile=state.kg.profile), "answers"
         valueless = not any(values.is_value(text) for pairs in found.values() for _, text in pairs)
         owners = _owners(trails) if decided is None and valueless else {}
         if len(owners) >= _needed(comparison):  # the answers are values themselves (countries' ISO codes): compare whose they are
             first, trails, of = owners, list(owners.values()), "entities the answers are values of"
-            decided = values.decide(comparison, self._values(state, trails), self.embedder.similarities)
+            decided = values.decide(comparison, self._values(state, trails), self.embedder.similarities,
+                                    profile=state.kg.profile)
         if decided is None:
             return Outcome(answers, "skipped", "no value of the answers is like the comparison's words")
         kept, relation = decided

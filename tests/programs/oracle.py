@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from kgqa.kg.profiles import FREEBASE
 from kgqa.lm.scripted import scripted_lm
-from kgqa.programs.render import relation_phrase
 
 
 def oracle(
@@ -29,7 +29,7 @@ def oracle(
     Extraction picks the candidates whose paths go by the named relations only."""
     wanted = list(relations)
     planned = hops if hops is not None else max(1, len(wanted))
-    phrases = {relation_phrase(part.removesuffix(" (reverse)")) for label in wanted for part in label.split(" -> ")}
+    phrases = {FREEBASE.relation_phrase(part.removesuffix(" (reverse)")) for label in wanted for part in label.split(" -> ")}
 
     def extracted(inputs):
         ends = []

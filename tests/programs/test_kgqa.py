@@ -637,7 +637,8 @@ def test_chains_spread_keeps_rank_order_and_fills_the_places_left():
     from kgqa.programs.trails import Hop, Trail
 
     def candidate(label: str, relation: str) -> Candidate:
-        return Candidate(label, Trail(Node("t", name="T")).extend((Hop(relation, "out", Node(label, name=label)),), 1.0), 1)
+        return Candidate(label, Trail(Node("t", name="T")).extend((Hop(relation, "out", Node(label, name=label)),), 1.0), 1, 0,
+                         f"T -> {relation} -> {label}")
 
     ranked = [candidate("a1", "r"), candidate("a2", "r"), candidate("a3", "r"), candidate("b1", "s"), candidate("a4", "r")]
     assert [c.label for c in _chains_spread(ranked, 2, 1)] == ["a1", "b1"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kgqa.kg.profiles import FREEBASE
 from kgqa.programs.embedder import Embedder
 from kgqa.programs.question import Comparison, read_comparison
 from kgqa.programs.values import as_date, decide
@@ -75,11 +76,11 @@ def test_an_extreme_keeps_the_answers_at_it_by_the_relation_the_words_name(simil
         "Choate": [],
     }
     latest = Comparison("max", "schools attended founding date", cue="latest")
-    assert decide(latest, values, similar) == (["Dexter School"], "organization.organization.date_founded")
+    assert decide(latest, values, similar, profile=FREEBASE) == (["Dexter School"], "organization.organization.date_founded")
     earliest = Comparison("min", "schools attended founding date", cue="earliest")
-    assert decide(earliest, values, similar) == (["Harvard College"], "organization.organization.date_founded")
+    assert decide(earliest, values, similar, profile=FREEBASE) == (["Harvard College"], "organization.organization.date_founded")
     # a relation that shares no word with the comparison decides nothing, however many values it has
-    assert decide(Comparison("max", "schools attended tuition", cue="highest"), values, similar) is None
+    assert decide(Comparison("max", "schools attended tuition", cue="highest"), values, similar, profile=FREEBASE) is None
 
 
 def test_a_bound_keeps_the_answers_whose_value_meets_it_in_their_order(similar):
@@ -93,10 +94,10 @@ def test_a_bound_keeps_the_answers_whose_value_meets_it_in_their_order(similar):
                             names=["Edgar Allen Poe"])
     # a date known to the month meets a bound of that month; which end of the term: "tenured ... after" is ambiguous,
     # and both ends of these terms are after it but Burton's
-    kept, relation = decide(after, values, similar)
+    kept, relation = decide(after, values, similar, profile=FREEBASE)
     assert kept == ["Graham's Magazine", "Broadway Journal"] and relation.startswith("book.editorial_tenure.")
     ended = read_comparison("Which magazine did Poe leave, his editorial tenure ending before 1841?", names=["Poe"])
-    assert decide(ended, values, similar) == (["Burton's Gentleman's Magazine"], "book.editorial_tenure.to")
+    assert decide(ended, values, similar, profile=FREEBASE) == (["Burton's Gentleman's Magazine"], "book.editorial_tenure.to")
 
 
 def test_a_number_bound_compares_numbers_not_dates(similar):
@@ -105,18 +106,18 @@ def test_a_number_bound_compares_numbers_not_dates(similar):
               "Georgetown": [("education.university.number_of_undergraduates", "7,500")],
               "American University": [("education.university.number_of_undergraduates", "7037")]}
     fewer = read_comparison("What colleges with fewer than 15,208 undergraduates boast Paul Ryan as an alumnus?")
-    kept, relation = decide(fewer, values, similar)
+    kept, relation = decide(fewer, values, similar, profile=FREEBASE)
     assert kept == ["Miami University", "Georgetown", "American University"]
     assert relation == "education.university.number_of_undergraduates"
     fewest = Comparison("min", "colleges attended undergraduates", cue="fewest")
-    assert decide(fewest, values, similar)[0] == ["American University"]
+    assert decide(fewest, values, similar, profile=FREEBASE)[0] == ["American University"]
 
 
 def test_words_match_a_relation_whatever_their_inflection(similar):
     values = {"Harrah's Laughlin": [("architecture.structure.opened", "1988-08-29")],
               "Edgewater Hotel and Casino": [("architecture.structure.opened", "1982")]}
     latest = read_comparison("What is the latest structure to open in Laughlin, Nevada?", names=["Laughlin, Nevada"])
-    assert decide(latest, values, similar) == (["Harrah's Laughlin"], "architecture.structure.opened")
+    assert decide(latest, values, similar, profile=FREEBASE) == (["Harrah's Laughlin"], "architecture.structure.opened")
 
 
 def test_a_start_or_an_end_named_picks_that_end_of_a_term(similar):
@@ -126,17 +127,17 @@ def test_a_start_or_an_end_named_picks_that_end_of_a_term(similar):
     started = read_comparison("What magazine did Edgar Allen Poe work for that started publishing most recently?",
                               names=["Edgar Allan Poe"])
     # no word of the relation's own is in the question, but "started" names the start of the term
-    assert decide(started, values, similar) == (["Broadway Journal"], "book.editorial_tenure.from")
-    assert decide(Comparison("max", "Poe work publishing", cue="most recently"), values, similar) is None
+    assert decide(started, values, similar, profile=FREEBASE) == (["Broadway Journal"], "book.editorial_tenure.from")
+    assert decide(Comparison("max", "Poe work publishing", cue="most recently"), values, similar, profile=FREEBASE) is None
 
 
 def test_an_extreme_compares_two_values_at_least(similar):
     values = {"University of Wisconsin-Madison": [("organization.organization.date_founded", "1848")],
               "North Carolina State University": []}
     earliest = read_comparison("What is the earliest founded college that Russell Wilson attended?", names=["Russell Wilson"])
-    assert decide(earliest, values, similar) is None  # one date is no comparison: the answers stay as extracted
+    assert decide(earliest, values, similar, profile=FREEBASE) is None  # one date is no comparison: the answers stay as extracted
     values["North Carolina State University"] = [("organization.organization.date_founded", "1887")]
-    assert decide(earliest, values, similar) == (["University of Wisconsin-Madison"], "organization.organization.date_founded")
+    assert decide(earliest, values, similar, profile=FREEBASE) == (["University of Wisconsin-Madison"], "organization.organization.date_founded")
 
 
 def test_an_identifier_is_compared_only_where_the_question_names_one(similar):
@@ -144,16 +145,16 @@ def test_an_identifier_is_compared_only_where_the_question_names_one(similar):
               "DeWitt Clinton High School": [("education.school.nces_school_id", "360008701940")]}
     largest = read_comparison("Which of the schools attended by James Baldwin has the largest number of post graduate students?",
                               names=["James Baldwin"])
-    assert decide(largest, values, similar) is None  # "schools" is no reason to compare school ids
+    assert decide(largest, values, similar, profile=FREEBASE) is None  # "schools" is no reason to compare school ids
     films = {"Abandon": [("film.film.netflix_id", "60023647")], "Nicholas Nickleby": [("film.film.netflix_id", "60025060")]}
     smallest = read_comparison("What movie has Charlie Hunnam been in, and the netflix_id is smallest?", names=["Charlie Hunnam"])
-    assert decide(smallest, films, similar) == (["Abandon"], "film.film.netflix_id")
+    assert decide(smallest, films, similar, profile=FREEBASE) == (["Abandon"], "film.film.netflix_id")
 
 
 def test_a_number_must_pass_a_bound_a_date_may_meet_it(similar):
     values = {"Barbados": [("location.country.iso_numeric", "052")], "Puerto Rico": [("location.country.iso_numeric", "630")]}
     above = read_comparison("Which countries in the Caribbean have ISO numbers above 052?", names=["Caribbean"])
-    assert decide(above, values, similar) == (["Puerto Rico"], "location.country.iso_numeric")
+    assert decide(above, values, similar, profile=FREEBASE) == (["Puerto Rico"], "location.country.iso_numeric")
     terms = {"Graham's Magazine": [("book.editorial_tenure.from", "1841-02")], "Burton's": [("book.editorial_tenure.from", "1839")]}
     after = read_comparison("Which magazines had Poe tenured as an editor after the month of February, 1841?", names=["Poe"])
-    assert decide(after, terms, similar) == (["Graham's Magazine"], "book.editorial_tenure.from")
+    assert decide(after, terms, similar, profile=FREEBASE) == (["Graham's Magazine"], "book.editorial_tenure.from")
