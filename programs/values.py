@@ -61,7 +61,7 @@ def decide(
     relations = [r for r, got in by_relation.items() if len(got) >= needed]
     if not relations:
         return None
-    shared = [_shared(said, profile.relation_parts(relation)) for relation in relations]
+    shared = [_shared(said, relation, profile) for relation in relations]
     hints = [_edge_hint(said, profile.relation_parts(relation)) for relation in relations]
     phrases = [profile.relation_phrase(r) for r in relations]
     scores = [similarity + share + hint for similarity, share, hint in zip(similar(words, phrases), shared, hints)]
@@ -132,18 +132,18 @@ def _is_id(names: tuple[str, ...]) -> bool:
     return names[-1].lower().split("_")[-1] == "id"
 
 
-def _own_words(names: tuple[str, ...]) -> str:
-    """What a relation (its `names`) says of its subject: its last name ('calling code', not the
-    'country' every country relation names), or its last two when the last says nothing of its own
+def _own_words(relation: str, profile: KGProfile) -> str:
+    """What a relation says of its subject: its last name ('calling code', not the 'country' every
+    country relation names), or its phrase, its last two, when the last says nothing of its own
     ('position held to', 'award honor year')."""
-    own = names[-1].replace("_", " ")
-    return own if _stems(own) - _BARE else " ".join(names[-2:]).replace("_", " ")
+    own = profile.relation_parts(relation)[-1].replace("_", " ")
+    return own if _stems(own) - _BARE else profile.relation_phrase(relation)
 
 
-def _shared(said: set[str], names: tuple[str, ...]) -> float:
+def _shared(said: set[str], relation: str, profile: KGProfile) -> float:
     """A bonus for each word stem the comparison's words (`said`, their stems) and the relation's
     own words share ("founding" and "date founded"; "calling code")."""
-    return 0.25 * len(said & _stems(_own_words(names)))
+    return 0.25 * len(said & _stems(_own_words(relation, profile)))
 
 
 def _edge_hint(said: set[str], names: tuple[str, ...]) -> float:
