@@ -233,8 +233,8 @@ def topic_chooser(args, kg: KnowledgeGraph, linker: Linker, train: list[dspy.Exa
     program = KGQA(kg, config=WalkConfig(topic_choice=True))
     program.linker = linker
     start = time.perf_counter()
-    program.choose_topics.demos = topic_demos(program, train, limit=Budget().topic_demos)
-    print(f"topic choice compiled: {len(program.choose_topics.demos)} demos in {time.perf_counter() - start:.1f} s", flush=True)
+    program.choose_topics.predict.demos = topic_demos(program, train, limit=Budget().topic_demos)
+    print(f"topic choice compiled: {len(program.choose_topics.predict.demos)} demos in {time.perf_counter() - start:.1f} s", flush=True)
     return program
 
 

@@ -1,7 +1,7 @@
 """Where a conjunction's topic entities meet, measured without an LLM on CWQ-mini dev questions.
 
 A question naming several entities ("the David Slade film that starred Taylor Lautner") is answered
-where the paths from all of them meet. The walk ranks those meetings first (`KGQA._rank`); which of
+where the paths from all of them meet. The walk ranks those meetings first (`programs.ranking.rank`); which of
 them answers? For every `cwq_mini_dev` row whose own graph holds two topic entities or more, each
 node is given its distance from each topic entity (edges walked either way, the profile's hidden
 relations left out, 3 hops at most), and the nodes every topic entity reaches are ranked by those

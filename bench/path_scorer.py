@@ -35,7 +35,7 @@ from kgqa.evaluate.metrics import same_answer  # noqa: E402
 from kgqa.optimizers.labels import gold_labels, labeled_teacher  # noqa: E402
 from kgqa.programs import KGQA, WalkConfig  # noqa: E402
 from kgqa.programs.baselines import SimilarityWalk  # noqa: E402
-from kgqa.programs.kgqa import SCORED, scored_text  # noqa: E402
+from kgqa.programs.ranking import SCORED, scored_text  # noqa: E402
 from kgqa.programs.scorer import PathScorer, ScorerGroup, ScorerSettings  # noqa: E402
 
 PLACES = {"first": 1, "top 3": 3, "top 10": 10, "any": SCORED}
@@ -53,7 +53,7 @@ def similarity_walks(bench, examples: list) -> list[ScorerGroup]:
     walks = []
     for ex in examples:
         state = walker._new_state(ex.question)
-        candidates = walker._retrieve(state, list(ex.topic_entities) or None)[:SCORED]
+        candidates = walker._walk(state, list(ex.topic_entities) or None, answer=False)[:SCORED]
         walks.append(ScorerGroup(ex.question, [scored_text(c) for c in candidates],
                                  [any(same_answer(c.label, a) for a in ex.answers) for c in candidates]))
     return walks

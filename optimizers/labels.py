@@ -338,7 +338,7 @@ def step_demos(program, examples: Sequence[dspy.Example], *, teacher: dspy.LM, l
     topic names for matching by question shape. A call whose label is empty (no gold relation
     offered, no fact about a gold answer, no entity reached one) makes no demo: a pool of those
     would teach choosing nothing."""
-    names = {id(getattr(program, name)): name for name in STEP_POOLS if hasattr(program, name)}
+    names = {id(getattr(program, name).predict): name for name in STEP_POOLS if hasattr(program, name)}
     pools: dict[str, list[dspy.Example]] = {name: [] for name in names.values()}
     for ex in examples[:limit]:
         with dspy.context(lm=teacher, trace=[]):

@@ -193,13 +193,13 @@ def compile_program(
     if labeled and budget.plan_demos and hasattr(compiled, "plan"):
         # Counting hops is what a small planner gets wrong, and a random search draws demo sets that
         # may show no 1-hop plan at all: the plan step gets a pool of gold plans of every length instead.
-        compiled.plan.demos = plan_demos(trainset, per_depth=budget.plan_demos, kg=kg)
+        compiled.plan.predict.demos = plan_demos(trainset, per_depth=budget.plan_demos, kg=kg)
     if hasattr(compiled, "linker"):
         compiled.linker = fit_linker(compiled.linker, trainset, kg=kg, encode=compiled.embedder.encode)
     if budget.topic_demos and kg is not None and hasattr(compiled, "choose_topics"):
         # the topic choice, labeled by the gold topic entities: a pool of its choices on the trainset
         try:
-            compiled.choose_topics.demos = topic_demos(compiled, trainset, limit=budget.topic_demos)
+            compiled.choose_topics.predict.demos = topic_demos(compiled, trainset, limit=budget.topic_demos)
         except KGError as exc:
             log.warning("the topic choice stays uncompiled: %s", exc)
     answers = budget.plan_demos if hasattr(compiled, "extract_answers") else 0
@@ -215,16 +215,16 @@ def compile_program(
         # - the path scorer, fine-tuned to put a path to a gold answer above the walk's others.
         gold = gold_labels(compiled, trainset, teacher=teacher, answers=answers, sufficiency=pairs, scorer=walks)
         if answers:
-            compiled.extract_answers.demos = gold.extraction
+            compiled.extract_answers.predict.demos = gold.extraction
         if pairs:
-            compiled.check_sufficiency.demos = gold.sufficiency
+            compiled.check_sufficiency.predict.demos = gold.sufficiency
         if walks:
             compiled.path_scorer = _fit_scorer(gold.scorer, budget)
     if labeled and budget.step_demos:
         # and, on request, every intermediate step, labeled by the teacher's gold-path decisions: a pool each
         for name, pool in step_demos(compiled, trainset, teacher=teacher, limit=budget.step_demos).items():
             if pool:
-                getattr(compiled, name).demos = pool
+                getattr(compiled, name).predict.demos = pool
     if hasattr(compiled, "chain_prior"):
         # last, so the demo pools above were walked as a question outside the trainset is: without its own vote;
         # labeled by the chains that answer each question in its own graph where the row has one

@@ -1,6 +1,6 @@
 """What every program over a knowledge graph shares: the per-question state, topic entities linked by
-label, neighbours fetched with nameless (CVT) nodes stepped through, one budgeted LLM call, a checked
-constrained choice with an embedding-similarity fallback, demos matched by question shape, and the trace.
+label, neighbours fetched with nameless (CVT) nodes stepped through, and the trace. How a step asks
+the LM is `programs.steps.calls`.
 
 A program subclasses `KGProgram`, declares its predictors and implements `_walk` (fill the state:
 topics, the trails it ends on) and `_answer` (answers and GCR reasoning paths from the state):
@@ -13,13 +13,11 @@ topics, the trails it ends on) and `_answer` (answers and GCR reasoning paths fr
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import dspy
-from dspy.utils.exceptions import AdapterParseError
 
 from kgqa.data.questions import few
 from kgqa.errors import LMUnavailable
@@ -31,11 +29,9 @@ from kgqa.programs.deadline import Cut, Deadline
 from kgqa.programs.embedder import Embedder
 from kgqa.programs.linking import Candidate as LinkCandidate
 from kgqa.programs.linking import Linker, Linking
-from kgqa.programs.question import BRACKETED, Question, question_shape
-from kgqa.programs.selection import select
+from kgqa.programs.question import BRACKETED, Question
 from kgqa.programs.trace import StopReason, Trace, token_totals
 from kgqa.programs.trails import Hop, Trail
-from kgqa.signatures.choices import choices
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +55,7 @@ class WalkState:
     named: set = field(default_factory=set)  # chains by the relation the plan's last hop names, if one clearly
     votes: Votes = field(default_factory=Votes)  # what the nearest training questions say of relation chains
     shares: dict[str, float] = field(default_factory=dict)  # candidate -> the path scorer's softmax share, when it ordered them
+    sure: float | None = None  # the share at which the path scorer's first answers alone, when it ordered them
     final: list[Trail] = field(default_factory=list)
     depth: int = 0
     dropped: list[str] = field(default_factory=list)
@@ -69,6 +66,15 @@ class WalkState:
     @property
     def topic_ids(self) -> set[str]:
         return {t.id for t in self.topics}
+
+    @property
+    def hop_target(self) -> str:
+        """What the plan says this hop reaches ('one hop further' past a plan found short)."""
+        return self.hop_targets[self.depth - 1] if self.depth <= len(self.hop_targets) else "one hop further"
+
+    def on_named_chain(self, trail: Trail) -> bool:
+        """The trail followed the relation prune's choices to the relation the plan's last hop names."""
+        return trail.score >= 1.0 and trail.chain in self.named
 
     def stop(self, reason: StopReason, error: str | None = None) -> None:
         self.trace.stop_reason = StopReason.LLM_BUDGET if self.budget_hit and not self.final else reason
@@ -237,93 +243,6 @@ class KGProgram(dspy.Module):
                     group.members += [(prefix, n) for n in nodes]
         return list(groups.values())
 
-    # -- plumbing ----------------------------------------------------------------------------
-
-    def _pick(
-        self,
-        state: WalkState,
-        predictor: dspy.Predict,
-        *,
-        offered: str,
-        chosen: str,
-        candidates: list[str],
-        limit: int,
-        query: str,
-        **inputs,
-    ) -> list[tuple[str, float]]:
-        """Ranked (candidate, score) choices: no call for 0 or 1 candidate, a similarity cut above
-        `max_candidates`, the model's checked choice, and similarity when the model gives nothing usable.
-        An empty choice is respected; unusable output (unparseable, nothing valid) falls back.
-        `offered` and `chosen` name the predictor's candidate input and choice output."""
-        if len(candidates) <= 1:
-            return [(c, 1.0) for c in candidates]
-        if len(candidates) > state.config.max_candidates:
-            candidates = self.embedder.top(query, candidates, state.config.max_candidates)
-        kept = self._checked_choice(state, predictor, chosen=chosen, candidates=candidates, limit=limit,
-                                    **inputs, **{offered: candidates})
-        if kept is not None:  # the model's choice, "none of these" included
-            return [(c, 1.0 / (1 + rank)) for rank, c in enumerate(kept)]
-        state.trace.fallbacks += 1  # the reply did not parse, or nothing it chose was a candidate
-        return [(c, 0.5 / (1 + rank)) for rank, c in enumerate(self.embedder.top(query, candidates, limit))]
-
-    def _checked_choice(
-        self, state: WalkState, predictor: dspy.Predict, *, chosen: str, candidates: list[str], limit: int,
-        at_least: int = 0, **inputs,
-    ) -> list[str] | None:
-        """One call whose `chosen` output is typed as `at_least` to `limit` of `candidates`, its
-        choice checked against them (near misses snapped, the rest counted as dropped): the
-        candidates kept, [] when the model chose none, None when its output is unusable
-        (unparseable, nothing valid). `inputs` are the predictor's inputs, however they show the
-        candidates."""
-        signature = predictor.signature.with_updated_fields(chosen, type_=choices(candidates, at_least=at_least, at_most=limit))
-        out = self._call(state, predictor, signature=signature, **inputs)
-        outputs = getattr(out, chosen, None) if out is not None else None
-        if outputs == []:  # the model's answer is "none of these"
-            return []
-        selection = select(outputs if isinstance(outputs, list) else [], candidates, cutoff=state.config.snap_cutoff, limit=limit)
-        state.dropped += selection.dropped
-        return selection.kept or None
-
-    def _call(self, state: WalkState, predictor: dspy.Predict, **inputs) -> dspy.Prediction | None:
-        """One LLM call within the budget and the deadline. An answer the adapter cannot parse is
-        counted and gives None (the step falls back); an LM that did not answer raises
-        `LMUnavailable`, which ends the question (a fallback would pass for the model's answer)."""
-        if state.deadline is not None:
-            state.deadline.check()
-        if state.trace.llm_calls >= state.config.max_llm_calls:
-            state.budget_hit = True
-            return None
-        state.trace.llm_calls += 1
-        with dspy.track_usage() as usage:  # rolled up into the question's total as well
-            try:
-                return predictor(**inputs, demos=self._shown_demos(predictor, state))
-            except AdapterParseError as exc:  # the LM answered, but not in the signature's shape
-                log.info("%s: unparseable reply: %s", predictor.signature.__name__, str(exc)[:200])
-                state.trace.parse_failures += 1
-                state.dropped.append(f"{type(exc).__name__}: {str(exc)[:200]}")
-                return None
-            except Exception as exc:  # the LM did not answer: connection, timeout, server error, engine
-                state.trace.llm_failures += 1
-                raise lm_unavailable(exc) from exc
-            finally:
-                state.trace.count_call(self._predictor_name(predictor), usage)
-
-    def _predictor_name(self, predictor: dspy.Predict) -> str:
-        """The attribute name of one of this program's predictors ("prune_relations")."""
-        return next((name for name, p in self.named_predictors() if p is predictor), predictor.signature.__name__)
-
-    def _shown_demos(self, predictor: dspy.Predict, state: WalkState) -> list:
-        """The predictor's demos, or, when it holds more than `demos_per_call`, the ones whose
-        questions are nearest this one in shape (topic entities blanked out, so "who directed
-        [Heat]" is near "who directed [Alien]", not near "who starred in [Heat]"), nearest last,
-        next to the question; each listing at most `demo_choices` of the candidates it was offered."""
-        pool, k = predictor.demos, self.config.demos_per_call
-        if len(pool) > k:
-            shape = question_shape(state.question, [t.label for t in state.topics])
-            shapes = [_demo_shape(str(demo.get("question", "")), str(demo.get("topic", ""))) for demo in pool]
-            pool = [pool[i] for i in reversed(self.embedder.rank(shape, shapes)[:k])]
-        return [_shortened(demo, list(predictor.signature.output_fields), self.config.demo_choices) for demo in pool]
-
     def _trace(self, state: WalkState, usage) -> Trace:
         """The state's trace, completed with what is read off the walk at its end."""
         trace, best = state.trace, (state.final[0] if state.final else None)
@@ -337,47 +256,3 @@ class KGProgram(dspy.Module):
         trace.dropped_selections, trace.dropped_examples = len(state.dropped), state.dropped[:10]
         return trace
 
-
-def lm_unavailable(failure: BaseException) -> LMUnavailable:
-    """An LM call's failure as the one outage error: the `LMUnavailable` it wraps (DSPy wraps an
-    engine's errors in its own), else its root cause, with the LM's name."""
-    root = failure
-    while not isinstance(root, LMUnavailable) and root.__cause__ is not None:
-        root = root.__cause__
-    if isinstance(root, LMUnavailable):
-        return root
-    lm = dspy.settings.lm
-    name = getattr(lm, "model", None) or type(lm).__name__
-    return LMUnavailable(f"the LM {name} did not answer: {type(root).__name__}: {str(root)[:300]}")
-
-
-def _shortened(demo, outputs: Sequence[str], most: int):
-    """A demo with each list of candidates it offered (inputs named `candidate_*`) cut to `most`
-    items, the ones its outputs chose kept and the others in their order: a demo shows the kind of
-    choice made, and the 32 relations of one CVT-rich Freebase node cost every call they are shown in
-    about 400 tokens."""
-    chosen = set()
-    for name in outputs:
-        value = demo.get(name)
-        chosen |= {str(v) for v in (value if isinstance(value, list) else [value]) if v is not None}
-    cut = {}
-    for name, value in demo.items():
-        if name.startswith("candidate_") and isinstance(value, list) and len(value) > most:
-            picked = {i for i, item in enumerate(value) if _chose(str(item), chosen)}
-            kept = picked | set([i for i in range(len(value)) if i not in picked][: max(0, most - len(picked))])
-            cut[name] = [item for i, item in enumerate(value) if i in kept]
-    if not cut:
-        return demo
-    return demo.copy(**cut) if isinstance(demo, dspy.Example) else {**demo, **cut}
-
-
-def _chose(item: str, chosen: set[str]) -> bool:
-    """An offered item names a chosen one: itself, or a path that ends at it ("X -> r -> Y" for Y)."""
-    return item in chosen or any(item.endswith(f" -> {c}") for c in chosen)
-
-
-@functools.lru_cache(maxsize=100_000)
-def _demo_shape(question: str, topic: str) -> str:
-    """A demo's question shape, its topic names (joined by ", ") blanked out. Cached: a pool of
-    1,500 demos is matched against every question, and shaping it anew took ~0.1 s a call."""
-    return question_shape(question, topic.split(", "))

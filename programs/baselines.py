@@ -8,8 +8,11 @@ from collections.abc import Sequence
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
-from kgqa.programs.base import WalkState, lm_unavailable
+from kgqa.kg import KnowledgeGraph
+from kgqa.programs.embedder import Embedder
 from kgqa.programs.kgqa import KGQA
+from kgqa.programs.steps import DepthPlan, NoLM
+from kgqa.programs.steps.calls import lm_unavailable
 from kgqa.programs.trace import StopReason, Trace, token_totals
 from kgqa.signatures import AnswerDirectly
 
@@ -43,8 +46,7 @@ class SimilarityWalk(KGQA):
     choice is the embedding-similarity fallback (the trace counts them as fallbacks), and it
     answers with the ends of its best trails."""
 
-    def _plan(self, state: WalkState) -> tuple[list[str], list[str]]:
-        return [state.question] * state.config.depth, []
-
-    def _call(self, state: WalkState, predictor: dspy.Predict, **inputs) -> None:
-        return None
+    def __init__(self, kg: KnowledgeGraph | None = None, *, embedder: Embedder | None = None, **parts) -> None:
+        embedder = embedder or Embedder()
+        super().__init__(kg, embedder=embedder, calls=NoLM(embedder), **parts)
+        self.plan = DepthPlan()

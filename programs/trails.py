@@ -41,6 +41,16 @@ class Trail:
         """Hops of the plan taken: a hop through a nameless (CVT) node and on out of it counts once."""
         return sum(1 for hop in self.hops if hop.node.literal or hop.node.name)
 
+    @property
+    def chain(self) -> tuple[str, ...]:
+        """The relations the trail followed, from its topic entity, directions left out."""
+        return (self.topic.id, *(hop.relation for hop in self.hops))
+
+    @property
+    def relations(self) -> tuple[str, ...]:
+        """The relation chain the trail ends by, whatever its topic entity."""
+        return tuple(hop.relation for hop in self.hops)
+
     def nodes(self) -> list[Node]:
         return [self.topic, *(hop.node for hop in self.hops)]
 

@@ -49,7 +49,7 @@ def grammar_safe(schema: object) -> object:
     llama-cpp-python's schema-to-grammar converter escapes those two wrongly inside a literal, and
     llama.cpp then fails to parse the grammar and aborts the whole process (a candidate fact such as
     `... Op. 8 No. 4/RV 297 "Winter"` did it). The model writes the near spelling, and every choice is
-    snapped back to its candidate by the program (`KGProgram._checked_choice`)."""
+    snapped back to its candidate by the program (`programs.steps.LMCalls.choice`)."""
     if isinstance(schema, list):
         return [grammar_safe(item) for item in schema]
     if not isinstance(schema, dict):

@@ -1,7 +1,8 @@
 """A step of the walk: one `dspy.Module` that says why it has nothing to decide, or decides.
 
 The walk runs each step through `Step.run`, which records the outcome in the trace (ran; skipped,
-and why; fell back, and why), so no step keeps its own bookkeeping."""
+and why; fell back, and why) and counts the fallbacks, so no step keeps its own bookkeeping. An
+`LMStep` holds its one predictor (`predict`) and asks the LM through the program's `LMCalls`."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any, ClassVar
 import dspy
 
 from kgqa.programs.base import WalkState
+from kgqa.programs.steps.calls import LMCalls
 
 STATUSES = ("ran", "skipped", "fell_back")
 
@@ -35,18 +37,52 @@ class Step(dspy.Module):
 
     name: ClassVar[str]  # the step's name in the trace and in `WalkConfig`'s switches
 
-    def skip(self, state: WalkState, *inputs: Any) -> str | None:
+    def skip(self, state: WalkState, *inputs: Any, **options: Any) -> str | None:
         return None
 
-    def skipped(self, state: WalkState, *inputs: Any) -> Any:
+    def skipped(self, state: WalkState, *inputs: Any, **options: Any) -> Any:
         raise NotImplementedError
 
-    def forward(self, state: WalkState, *inputs: Any) -> Outcome:
+    def forward(self, state: WalkState, *inputs: Any, **options: Any) -> Outcome:
         raise NotImplementedError
 
-    def run(self, state: WalkState, *inputs: Any) -> Any:
+    def run(self, state: WalkState, *inputs: Any, **options: Any) -> Any:
         """The step's value for `inputs`, its outcome recorded in `state.trace`."""
-        why = self.skip(state, *inputs)
-        outcome = Outcome(self.skipped(state, *inputs), "skipped", why) if why is not None else self(state, *inputs)
+        why = self.skip(state, *inputs, **options)
+        if why is not None:
+            outcome = Outcome(self.skipped(state, *inputs, **options), "skipped", why)
+        else:
+            outcome = self(state, *inputs, **options)
+        if outcome.status == "fell_back":
+            state.trace.fallbacks += 1
         state.trace.record(self.name, outcome.status, outcome.why)
         return outcome.value
+
+
+class LMStep(Step):
+    """A step that asks the LM: its signature's one predictor (`predict`, what compiling tunes), and
+    the program's `LMCalls`. `usage` names it in the trace's `step_usage`."""
+
+    signature: ClassVar[type[dspy.Signature]]
+    usage: ClassVar[str]
+
+    def __init__(self, calls: LMCalls) -> None:
+        super().__init__()
+        self.predict = dspy.Predict(self.signature)
+        self.calls = calls
+
+    @property
+    def embedder(self):
+        return self.calls.embedder
+
+    def ask(self, state: WalkState, **inputs) -> dspy.Prediction | None:
+        """One call of the predictor (`LMCalls.call`)."""
+        return self.calls.call(state, self.predict, name=self.usage, **inputs)
+
+    def choose(self, state: WalkState, **inputs) -> list[str] | None:
+        """One checked choice among candidates (`LMCalls.choice`)."""
+        return self.calls.choice(state, self.predict, name=self.usage, **inputs)
+
+    def pick(self, state: WalkState, **inputs) -> tuple[list[tuple[str, float]], bool]:
+        """Ranked choices with the similarity fallback (`LMCalls.pick`), and whether they fell back."""
+        return self.calls.pick(state, self.predict, name=self.usage, **inputs)

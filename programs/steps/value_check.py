@@ -12,8 +12,7 @@ from kgqa.programs.question import Comparison
 from kgqa.programs.steps.step import Outcome
 from kgqa.programs.steps.step import Step as WalkStep
 from kgqa.programs.trails import Trail
-
-VALUED_ANSWERS = 30  # answers whose values a comparison reads, at most
+from kgqa.programs.tuned import VALUED_ANSWERS
 
 
 class ValueCheck(WalkStep):

@@ -16,8 +16,9 @@ from kgqa.optimizers.teleprompters import Budget, compile_program
 from kgqa.programs import KGQA
 from tests.programs.oracle import gold_oracle
 
-PREDICTORS = {"plan", "prune_relations", "prune_entities", "filter_facts", "update_memory", "check_sufficiency", "extract_answers", "reflect",
-              "choose_topics"}
+STEPS = ("plan", "prune_relations", "prune_entities", "filter_facts", "update_memory", "check_sufficiency", "extract_answers",
+         "reflect", "choose_topics")
+PREDICTORS = {f"{step}.predict" for step in STEPS}  # each step module holds its one predictor
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +57,7 @@ def test_labeled_and_bootstrapped_demos_land_in_the_saved_json(kg, train, tmp_pa
     labeled_state = json.loads((tmp_path / "labeled.json").read_text())
     assert all(len(labeled_state[name]["demos"]) == 3 for name in PREDICTORS)
     state = json.loads((tmp_path / "bootstrap.json").read_text())
-    demos = {name: state[name]["demos"] for name in PREDICTORS}
+    demos = {step: state[f"{step}.predict"]["demos"] for step in STEPS}
     assert demos["plan"] and demos["prune_relations"]
     assert all(d.get("augmented") for d in demos["prune_relations"])
     assert all("relations_to_follow" in d and "candidate_relations" in d for d in demos["prune_relations"])
@@ -93,20 +94,20 @@ def test_compiling_with_gold_paths_bootstraps_right_walks_and_plans_of_every_len
     student = gold_oracle([])  # an LM that knows nothing: every demo must come from the labels
     with dspy.context(lm=student, adapter=ConstrainedJSONAdapter()):
         compiled = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=3, plan_demos=2))
-    plans = compiled.plan.demos
+    plans = compiled.plan.predict.demos
     assert [len(d["hop_targets"]) for d in plans] == [1, 2, 3, 1, 2, 3]  # gold plans of every length, alternating
     assert all(d["answer_kind"] == d["hop_targets"][-1] for d in plans)
     by_question = {ex.question: ex for ex in train}
     assert all(d["hop_targets"] == planned_hops(by_question[d["question"]], kg) for d in plans)
     titanic = planned_hops(by_question["Who starred in Titanic?"], kg)
     assert titanic == ["actor"]  # into the nameless performance and out of it: one hop
-    relations = compiled.prune_relations.demos  # none where the gold hop's target names its relation (no call to record)
+    relations = compiled.prune_relations.predict.demos  # none where the gold hop's target names its relation (no call to record)
     assert len(relations) <= 3 and all(d["relations_to_follow"] and d["augmented"] for d in relations)
     assert len({d["question"] for d in relations}) == len(relations)  # one per bootstrapped walk
     for demo in relations:  # the chosen relation is on the question's gold path
         gold = {r for r, _ in by_question[demo["question"]].path}
         assert {part.removesuffix(" (reverse)") for r in demo["relations_to_follow"] for part in r.split(" -> ")} <= gold
-    answers = compiled.extract_answers.demos  # a pool of gold choices among the candidates the teacher's walk shows
+    answers = compiled.extract_answers.predict.demos  # a pool of gold choices among the candidates the teacher's walk shows
     assert answers and all(d["extracted_answers"][0] in by_question[d["question"]].answers for d in answers)
     assert all(d["extracted_answers"][0] in [p.rsplit(" -> ", 1)[-1] for p in d["candidate_paths"]] for d in answers)
 
@@ -118,12 +119,12 @@ def test_step_demos_give_the_intermediate_steps_pools_of_the_teachers_decisions_
     with dspy.context(lm=student, adapter=ConstrainedJSONAdapter()):
         plain = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=1, plan_demos=1))
         pooled = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=1, plan_demos=1, step_demos=100))
-    assert len(plain.prune_relations.demos) <= 1 and plain.update_memory.demos == []  # off by default
-    relations = pooled.prune_relations.demos
+    assert len(plain.prune_relations.predict.demos) <= 1 and plain.update_memory.predict.demos == []  # off by default
+    relations = pooled.prune_relations.predict.demos
     assert len({d["question"] for d in relations}) >= 3 and all(d["relations_to_follow"] and d["topic"] for d in relations)
     save_program(pooled, tmp_path, settings={"kg": "demo"})
     loaded = load_program(tmp_path, kg)
-    assert [dict(d) for d in loaded.prune_relations.demos] == [dict(d) for d in relations]
+    assert [dict(d) for d in loaded.prune_relations.predict.demos] == [dict(d) for d in relations]
 
 
 def test_sufficiency_is_compiled_with_both_verdicts_by_the_gold_depth_and_they_are_saved(kg, train, tmp_path):
@@ -132,26 +133,26 @@ def test_sufficiency_is_compiled_with_both_verdicts_by_the_gold_depth_and_they_a
     with dspy.context(lm=gold_oracle([]), adapter=ConstrainedJSONAdapter()):
         compiled = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=1, plan_demos=1))
         unpooled = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=1, plan_demos=1, sufficiency_demos=0))
-    verdicts = [d["evidence_sufficient"] for d in compiled.check_sufficiency.demos]
+    verdicts = [d["evidence_sufficient"] for d in compiled.check_sufficiency.predict.demos]
     assert verdicts.count(True) == verdicts.count(False) >= 2  # pairs: a question's paths reaching, and cut back
-    assert all(d["topic"] and d["best_paths"] for d in compiled.check_sufficiency.demos)
-    assert unpooled.check_sufficiency.demos == []  # bootstrapping alone leaves sufficiency without demos here
+    assert all(d["topic"] and d["best_paths"] for d in compiled.check_sufficiency.predict.demos)
+    assert unpooled.check_sufficiency.predict.demos == []  # bootstrapping alone leaves sufficiency without demos here
     save_program(compiled, tmp_path, settings={"kg": "demo"})
     loaded = load_program(tmp_path, kg)
-    assert [dict(d) for d in loaded.check_sufficiency.demos] == [dict(d) for d in compiled.check_sufficiency.demos]
+    assert [dict(d) for d in loaded.check_sufficiency.predict.demos] == [dict(d) for d in compiled.check_sufficiency.predict.demos]
 
 
 def test_the_topic_choice_is_compiled_with_the_gold_topic_entities(kg, train):
     student = gold_oracle([])
     with dspy.context(lm=student, adapter=ConstrainedJSONAdapter()):
         compiled = compile_program(KGQA(kg), "bootstrap", trainset=train, budget=Budget(demos=1, plan_demos=1))
-    demos, by_question = compiled.choose_topics.demos, {ex.question: ex for ex in train}
+    demos, by_question = compiled.choose_topics.predict.demos, {ex.question: ex for ex in train}
     assert demos  # demo questions whose names have plausible rivals ("Austria" / "Australia")
     for demo in demos:  # each a choice among 2 or more candidates shown with their relations, the gold topics chosen
         gold = by_question[demo["question"]].topic_names
         assert len(demo["candidate_entities"]) >= 2 and set(demo["entities_meant"]) <= set(demo["candidate_entities"])
         assert 1 <= len(demo["entities_meant"]) <= len(gold)
-    assert compiled.choose_topics.demos == demos and len(demos) <= Budget().topic_demos
+    assert compiled.choose_topics.predict.demos == demos and len(demos) <= Budget().topic_demos
 
 
 def test_a_program_saved_in_another_format_says_to_recompile_in_one_line(kg, tmp_path):
@@ -159,7 +160,7 @@ def test_a_program_saved_in_another_format_says_to_recompile_in_one_line(kg, tmp
 
     save_program(KGQA(kg), tmp_path, settings={"kg": "demo"})
     config = json.loads((tmp_path / "config.json").read_text())
-    assert config["format"] == PROGRAM_FORMAT and load_program(tmp_path, kg).plan.demos == []
+    assert config["format"] == PROGRAM_FORMAT and load_program(tmp_path, kg).plan.predict.demos == []
     for stamp in (None, PROGRAM_FORMAT - 1, PROGRAM_FORMAT + 1):  # unstamped: saved before the stamp
         (tmp_path / "config.json").write_text(json.dumps({**config, "format": stamp}))
         with pytest.raises(ProgramFileError, match=rf"saved by an earlier kgqa \(program format {stamp or 1}, this kgqa reads "
@@ -173,7 +174,7 @@ def test_compiling_without_labels_uses_the_lm_as_teacher(kg, train):
     lm = gold_oracle(train)
     with dspy.context(lm=lm, adapter=ConstrainedJSONAdapter()):
         compiled = compile_program(KGQA(kg), "bootstrap", trainset=unlabeled, budget=Budget(demos=2))
-    assert len(compiled.plan.demos) <= 2 and lm.scripted.count("topic_kind") >= 1
+    assert len(compiled.plan.predict.demos) <= 2 and lm.scripted.count("topic_kind") >= 1
 
 
 def test_mipro_on_an_explicit_budget_proposes_instructions_and_keeps_the_best(kg, train):

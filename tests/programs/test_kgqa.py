@@ -491,7 +491,7 @@ def test_a_large_demo_pool_shows_the_demos_nearest_the_question_s_shape(kg, ids)
                             answer_constraints=[]).with_inputs("question", "topic")
 
     program = KGQA(kg, config=WalkConfig(demos_per_call=1))
-    program.plan.demos = [demo("When was Titanic released?", "Titanic", ["year (release date)"]),
+    program.plan.predict.demos = [demo("When was Titanic released?", "Titanic", ["year (release date)"]),
                           demo("Which actors starred in Titanic?", "Titanic", ["performance (starring)", "actor (actor)"]),
                           demo("Who directed Parasite?", "Parasite", ["director (directed by)"])]
     lm = oracle(["film.film.directed_by"])
@@ -508,16 +508,16 @@ def test_a_demo_lists_at_most_demo_choices_candidates_its_chosen_ones_kept(kg, i
                         candidate_relations=offered, relations_to_follow=["film.film.relation_25"]).with_inputs(
                             "question", "plan", "hop", "entity", "candidate_relations")
     program = KGQA(kg, config=WalkConfig(demo_choices=4))
-    program.prune_relations.demos = [demo]
+    program.prune_relations.predict.demos = [demo]
     lm = oracle(["film.film.directed_by"])
     with dspy.context(lm=lm):
         program(question="Who directed Pulp Fiction?", topic_entities=[ids["Pulp Fiction"]])
     (shown,) = [text for (key, _), text in zip(lm.scripted.calls, lm.scripted.shown) if key == "relations_to_follow"]
     listed = [r for r in offered if f'"{r}"' in shown]
     assert listed == ["film.film.relation_0", "film.film.relation_1", "film.film.relation_2", "film.film.relation_25"]
-    assert program.prune_relations.demos[0].candidate_relations == offered  # the compiled demo is kept whole
+    assert program.prune_relations.predict.demos[0].candidate_relations == offered  # the compiled demo is kept whole
     short = offered[:5]  # lists within the limit are shown as they are
-    program.prune_relations.demos = [demo.copy(candidate_relations=short, relations_to_follow=[short[0]])]
+    program.prune_relations.predict.demos = [demo.copy(candidate_relations=short, relations_to_follow=[short[0]])]
     program.config = WalkConfig(demo_choices=5)
     lm = oracle(["film.film.directed_by"])
     with dspy.context(lm=lm):
@@ -633,7 +633,8 @@ def test_extraction_is_shown_other_chains_than_the_one_with_most_ends(tmp_path):
 
 def test_chains_spread_keeps_rank_order_and_fills_the_places_left():
     from kgqa.kg import Node
-    from kgqa.programs.kgqa import Candidate, _chains_spread
+    from kgqa.programs.ranking import Candidate
+    from kgqa.programs.steps.extraction import chains_spread
     from kgqa.programs.trails import Hop, Trail
 
     def candidate(label: str, relation: str) -> Candidate:
@@ -641,10 +642,10 @@ def test_chains_spread_keeps_rank_order_and_fills_the_places_left():
                          f"T -> {relation} -> {label}")
 
     ranked = [candidate("a1", "r"), candidate("a2", "r"), candidate("a3", "r"), candidate("b1", "s"), candidate("a4", "r")]
-    assert [c.label for c in _chains_spread(ranked, 2, 1)] == ["a1", "b1"]
-    assert [c.label for c in _chains_spread(ranked, 3, 1)] == ["a1", "a2", "b1"]  # a2 fills the place left; rank order kept
-    assert [c.label for c in _chains_spread(ranked, 3, 3)] == ["a1", "a2", "a3"]
-    assert [c.label for c in _chains_spread(ranked, 10, 1)] == ["a1", "a2", "a3", "b1", "a4"]
+    assert [c.label for c in chains_spread(ranked, 2, 1)] == ["a1", "b1"]
+    assert [c.label for c in chains_spread(ranked, 3, 1)] == ["a1", "a2", "b1"]  # a2 fills the place left; rank order kept
+    assert [c.label for c in chains_spread(ranked, 3, 3)] == ["a1", "a2", "a3"]
+    assert [c.label for c in chains_spread(ranked, 10, 1)] == ["a1", "a2", "a3", "b1", "a4"]
 
 
 def test_the_compiled_chain_prior_ranks_the_chain_questions_like_this_one_went_by_first(tmp_path):
@@ -778,7 +779,8 @@ def test_an_answer_brings_the_ends_of_its_chain_stored_by_the_inverse_relations(
 
 def test_inverse_relations_of_two_kinds_are_one_chain_and_of_one_kind_are_not():
     from kgqa.kg import Direction, Node
-    from kgqa.programs.kgqa import _same_chain
+    from kgqa.kg import FREEBASE
+    from kgqa.programs.steps.extraction import same_chain
     from kgqa.programs.trails import Hop, Trail
 
     out, back = Direction.OUT, Direction.IN
@@ -790,11 +792,11 @@ def test_inverse_relations_of_two_kinds_are_one_chain_and_of_one_kind_are_not():
         return Trail(topic, tuple(Hop(r, d, Node(n, name=n)) for r, d, n in hops))
 
     chosen = trail(actor, ("film.actor.film", out, "m.1"), ("film.performance.film", out, "Abduction"))
-    assert _same_chain(trail(actor, ("film.actor.film", out, "m.2"), ("film.film.starring", back, "Eclipse")), chosen, inverse)
-    assert _same_chain(trail(actor, ("film.actor.film", out, "m.2"), ("film.film.starring", out, "Eclipse")), chosen, inverse)
-    assert not _same_chain(trail(actor, ("film.actor.film", out, "m.2"), ("film.film.starring", back, "Eclipse")), chosen, {})
-    assert not _same_chain(trail(actor, ("film.actor.film", out, "m.2")), chosen, inverse)
+    assert same_chain(trail(actor, ("film.actor.film", out, "m.2"), ("film.film.starring", back, "Eclipse")), chosen, inverse, FREEBASE)
+    assert same_chain(trail(actor, ("film.actor.film", out, "m.2"), ("film.film.starring", out, "Eclipse")), chosen, inverse, FREEBASE)
+    assert not same_chain(trail(actor, ("film.actor.film", out, "m.2"), ("film.film.starring", back, "Eclipse")), chosen, {}, FREEBASE)
+    assert not same_chain(trail(actor, ("film.actor.film", out, "m.2")), chosen, inverse, FREEBASE)
     # a pair of one kind is never merged: what contains France is not what France contains
     europe = trail(france, ("location.location.containedby", out, "Europe"))
-    assert not _same_chain(trail(france, ("location.location.contains", out, "Paris")), europe, inverse)
-    assert not _same_chain(trail(france, ("location.location.contains", back, "Europe")), europe, inverse)
+    assert not same_chain(trail(france, ("location.location.contains", out, "Paris")), europe, inverse, FREEBASE)
+    assert not same_chain(trail(france, ("location.location.contains", back, "Europe")), europe, inverse, FREEBASE)

@@ -1,0 +1,67 @@
+"""The fact filter: of the facts about the candidates extraction is shown, the ones that bear on the question."""
+
+from __future__ import annotations
+
+from kgqa.kg import Step
+from kgqa.programs import render
+from kgqa.programs.base import WalkState
+from kgqa.programs.ranking import Candidate
+from kgqa.programs.steps.step import LMStep, Outcome
+from kgqa.programs.tuned import VALUES_PER_FACT
+from kgqa.signatures import FilterFacts
+
+
+class FactFilter(LMStep):
+    """The facts about the candidates `shown` to extraction (their relations to values and named
+    entities, one query) that bear on the question's conditions, at most `facts_kept`. Nothing to
+    decide where the question sets no condition, or where extraction, the one step that reads the
+    facts, is skipped (`settled` says why). Falls back to the facts most like the question."""
+
+    name, usage, signature = "fact_filter", "filter_facts", FilterFacts
+
+    def skip(self, state: WalkState, shown: list[Candidate], *, settled: str | None) -> str | None:
+        if not state.config.fact_filter:
+            return "switched off"
+        if not state.conditions and not state.asked.names_values:
+            return "the question sets no condition"
+        if settled:
+            return f"no step reads the facts: extraction is skipped ({settled})"
+        return None
+
+    def skipped(self, state: WalkState, shown: list[Candidate], *, settled: str | None) -> list[str]:
+        return []
+
+    def forward(self, state: WalkState, shown: list[Candidate], *, settled: str | None) -> Outcome:
+        offered = self.facts(state, shown)
+        if not offered:
+            return Outcome([], "skipped", "no facts about the candidates")
+        if len(offered) == 1:
+            state.trace.facts = list(offered)
+            return Outcome(list(offered), "skipped", "one fact about the candidates: it is kept")
+        picked, fell_back = self.pick(
+            state, offered="candidate_facts", chosen="relevant_facts", candidates=offered,
+            limit=state.config.facts_kept, query=f"{state.question} {' '.join(state.conditions)}",
+            question=state.question, conditions=state.conditions,
+        )
+        state.trace.facts = [fact for fact, _ in picked]
+        return Outcome([fact for fact, _ in picked], "fell_back" if fell_back else "ran")
+
+    def facts(self, state: WalkState, shown: list[Candidate]) -> list[str]:
+        """Facts about the shown candidates, 'candidate | relation | value', most like the question
+        first, `facts_shown` at most: every relation of each (but the one its trail arrived by) to
+        values or named entities, up to a few values each."""
+        entities = {c.trail.end.id: c for c in shown if not c.trail.end.literal}
+        steps = [Step(entity, e.relation, e.direction) for entity, c in entities.items()
+                 for e in state.relations.get(entity, ()) if e != (c.trail.arrival.reversed if c.trail.arrival else None)]
+        if not steps:
+            return []
+        fanout = state.kg.follow(steps, relations=False)
+        facts = []
+        for step in steps:
+            values = [render.node_label(n) for n in fanout[step] if (n.literal or n.name) and n.id not in state.topic_ids]
+            if values:
+                facts.append(render.fact(entities[step.entity].label, step.relation, values[:VALUES_PER_FACT],
+                                         phrase=state.kg.profile.relation_phrase))
+        facts = list(dict.fromkeys(facts))
+        query = f"{state.question} {' '.join(state.conditions)}"
+        return self.embedder.top(query, facts, state.config.facts_shown) if len(facts) > state.config.facts_shown else facts

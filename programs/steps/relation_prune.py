@@ -1,0 +1,68 @@
+"""The relation prune: which of the relations a hop reached things by the walk goes on by."""
+
+from __future__ import annotations
+
+from kgqa.programs import render
+from kgqa.programs.base import WalkState
+from kgqa.programs.config import WalkConfig
+from kgqa.programs.embedder import Embedder
+from kgqa.programs.question import hop_relation
+from kgqa.programs.steps.step import LMStep, Outcome
+from kgqa.programs.trails import Trail
+from kgqa.signatures import PruneRelations
+
+
+class RelationPrune(LMStep):
+    """The relations (labels, 'a -> b' through nameless nodes) the walk goes on by, at most
+    `relations_per_entity`: the one the hop's target clearly names, else the model's choice among
+    them, most like the target first. Nothing to decide at the plan's last hop (extraction chooses
+    among its ends) and where one relation was reached. Falls back to the most similar."""
+
+    name, usage, signature = "relation_prune", "prune_relations", PruneRelations
+
+    def skip(self, state: WalkState, labels: list[str], frontier: list[Trail], *, last: bool) -> str | None:
+        if last:
+            return f"hop {state.depth} is the plan's last: extraction chooses among its ends"
+        if not state.config.relation_prune:
+            return "switched off: the chains most like the question"
+        if len(labels) <= 1:
+            return f"{len(labels)} relation reached"
+        return None
+
+    def skipped(self, state: WalkState, labels: list[str], frontier: list[Trail], *, last: bool) -> list[str]:
+        return [] if last or not state.config.relation_prune else labels  # the one relation reached
+
+    def forward(self, state: WalkState, labels: list[str], frontier: list[Trail], *, last: bool) -> Outcome:
+        target = state.hop_target
+        ranked, named = named_relation(state, labels, self.embedder)
+        if named:
+            return Outcome([named], "skipped", f"the hop's target {target!r} names its relation")
+        picked, fell_back = self.pick(
+            state, offered="candidate_relations", chosen="relations_to_follow", candidates=ranked,
+            limit=state.config.relations_per_entity, query=f"{target} {state.question}",
+            question=state.question, plan=state.hop_targets, hop=f"hop {state.depth} of {max(state.depth, len(state.hop_targets))}: {target}",
+            entity=render.several([render.node_label(t.end) for t in frontier]),
+        )
+        return Outcome([label for label, _ in picked], "fell_back" if fell_back else "ran")
+
+
+def named_relation(state: WalkState, labels: list[str], embedder: Embedder) -> tuple[list[str], str | None]:
+    """The relations ranked by similarity to the hop's target, and the one it clearly names
+    ("movie (directed by)" -> directed_by), if one is similar enough and ahead of the next. A
+    target that spells its relation words in parentheses is compared by them ("movie (written
+    by)": "written by", not the "movie" that directed_by fits as well), and a target names a
+    relation, not its direction: directions are left out of the comparison."""
+    words = [state.kg.profile.relation_words(label.replace(" (reverse)", "")) for label in labels]
+    scores = dict(zip(labels, embedder.similarities(hop_relation(state.hop_target), words)))
+    ranked = sorted(labels, key=lambda label: (-scores[label], label))
+    return ranked, ranked[0] if _clear(ranked, scores, state.config) else None
+
+
+def _clear(ranked: list[str], scores: dict[str, float], config: WalkConfig) -> bool:
+    """The best candidate is similar enough to the target, and far enough ahead of the next (a lone
+    relation has none to be ahead of: "year (release year)" names the one release_year reached)."""
+    if not ranked:
+        return False
+    best = scores[ranked[0]]
+    second = scores[ranked[1]] if len(ranked) > 1 else -1.0
+    return best >= config.clear_similarity and best - second >= config.clear_margin
