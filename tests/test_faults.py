@@ -205,12 +205,12 @@ def tamper(directory, change):
     "change,message",
     [
         (lambda s: s.update(evil={"demos": []}), "unknown: \\['evil'\\]"),
-        (lambda s: s.pop("check_sufficiency"), "missing: \\['check_sufficiency'\\]"),
-        (lambda s: s["check_sufficiency"].update(demos="not a list"), "demos must be a list"),
-        (lambda s: s["check_sufficiency"].update(exec="os.system('x')"), "unexpected state keys \\['exec'\\]"),
-        (lambda s: s["check_sufficiency"]["signature"].update(instructions=["not", "text"]), "instruction text"),
-        (lambda s: s["check_sufficiency"].update(demos=[{"question": "x" * 300_000}]), "a string of 300000 characters"),
-        (lambda s: s["check_sufficiency"].update(lm={"model": "openai/gpt-4o", "api_base": "http://evil"}), "must not carry an LM"),
+        (lambda s: s.pop("check_sufficiency.predict"), "missing: \\['check_sufficiency\\.predict'\\]"),
+        (lambda s: s["check_sufficiency.predict"].update(demos="not a list"), "demos must be a list"),
+        (lambda s: s["check_sufficiency.predict"].update(exec="os.system('x')"), "unexpected state keys \\['exec'\\]"),
+        (lambda s: s["check_sufficiency.predict"]["signature"].update(instructions=["not", "text"]), "instruction text"),
+        (lambda s: s["check_sufficiency.predict"].update(demos=[{"question": "x" * 300_000}]), "a string of 300000 characters"),
+        (lambda s: s["check_sufficiency.predict"].update(lm={"model": "openai/gpt-4o", "api_base": "http://evil"}), "must not carry an LM"),
     ],
 )
 def test_a_tampered_program_file_is_a_clear_error(saved, demo_store, change, message):

@@ -34,7 +34,7 @@ def compiled(tmp_path_factory):
 def test_compile_writes_program_config_and_an_mlflow_run(compiled):
     work, out, stdout = compiled
     state = json.loads((out / "program.json").read_text())
-    assert state["plan"]["demos"] and all(d["hop_targets"] for d in state["plan"]["demos"])  # gold plans from the demo paths
+    assert state["plan.predict"]["demos"] and all(d["hop_targets"] for d in state["plan.predict"]["demos"])  # gold plans from the demo paths
     config = json.loads((out / "config.json").read_text())
     assert config["kg"] == "demo" and config["profile"] == "freebase" and config["optimizer"] == "bootstrap"
     assert config["lm"] == ORACLE and config["walk"]["depth"] == 3 and "dspy" in config["versions"]
