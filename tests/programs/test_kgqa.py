@@ -778,8 +778,7 @@ def test_an_answer_brings_the_ends_of_its_chain_stored_by_the_inverse_relations(
 
 
 def test_inverse_relations_of_two_kinds_are_one_chain_and_of_one_kind_are_not():
-    from kgqa.kg import Direction, Node
-    from kgqa.kg import FREEBASE
+    from kgqa.kg import FREEBASE, Direction, Node
     from kgqa.programs.steps.extraction import same_chain
     from kgqa.programs.trails import Hop, Trail
 
