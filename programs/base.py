@@ -68,6 +68,11 @@ class WalkState:
         return {t.id for t in self.topics}
 
     @property
+    def query(self) -> str:
+        """The question with the plan's conditions: what the facts and entities kept should be like."""
+        return f"{self.question} {' '.join(self.conditions)}"
+
+    @property
     def hop_target(self) -> str:
         """What the plan says this hop reaches ('one hop further' past a plan found short)."""
         return self.hop_targets[self.depth - 1] if self.depth <= len(self.hop_targets) else "one hop further"

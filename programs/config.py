@@ -52,15 +52,14 @@ class WalkConfig:
     answer_paths: reasoning paths returned with the answers (best first).
     max_answers: answers returned at most.
     max_candidates: candidate lists longer than this are first cut by embedding similarity (PoG: 70).
-    clear_similarity, clear_margin: a relation whose similarity to the hop's target is at least
-        clear_similarity, and ahead of the next by clear_margin ("actor" -> starred_actors), is taken
-        without asking the model; 1.0 asks the model always.
+    clear_similarity: a relation whose similarity to the hop's target is at least this, and clearly
+        ahead of the next (`tuned.CLEAR_MARGIN`: "actor" -> starred_actors), is taken without asking
+        the model; 1.0 asks the model always.
     max_llm_calls: hard cap on LLM calls for one question.
     demos_per_call: demos shown in one call at most; a step compiled with more (a pool of gold plans
         or answers) shows the ones whose questions are nearest the question asked.
     demo_choices: candidates a demo lists at most, its chosen ones kept (a demo shows the kind of
         choice; a list of 32 Freebase relations in it costs each call about 400 tokens).
-    snap_cutoff: how close (0..1, difflib ratio) a model's selection must be to a candidate to snap to it.
     relation_prune, entity_prune, fact_filter, memory_update, sufficiency, extraction: the steps'
         switches. Off, a step makes no call: the relation prune leaves the choice of chains to
         similarity, the entity prune keeps every entity, the fact filter shows no facts, memory keeps
@@ -75,10 +74,10 @@ class WalkConfig:
         linker's choice): measured on CWQ-mini with the local 1.5B LM it linked fewer questions
         exactly than the compiled linker alone (0.580 against 0.720; docs/linking.md).
     topics_chosen: topic entities that choice may keep, at most.
-    chain_prior, prior_weight: rank candidates (and fill the beam) with the compiled chain prior
+    chain_prior: rank candidates (and fill the beam) with the compiled chain prior
         (`programs.chains`: the relation chains the nearest training questions went by), its
-        weight (0..1, the share of those questions) times `prior_weight` added to a candidate's
-        similarity score (0..1). No effect on a program compiled without gold paths.
+        weight (0..1, the share of those questions) times `tuned.PRIOR_WEIGHT` added to a
+        candidate's similarity score (0..1). No effect on a program compiled without gold paths.
     path_scorer: order the candidate answers, and fill the beam, by the compiled path scorer
         (`programs.scorer`: MiniLM fine-tuned on the gold-path teacher's walks of training questions)
         instead of the hand-set order. No effect on a program compiled without one.
@@ -88,9 +87,7 @@ class WalkConfig:
         not gathered. None (the default): the share the compile measured on held-out training walks
         (`programs.scorer.Calibration`; a scorer fitted on too few walks to measure never answers
         alone); 1.0: extraction always decides; 0.0: wherever the scorer ordered the candidates.
-        Measured on CWQ-mini dev with the local 1.5B LM (`bench.scorer_sure`,
-        bench/results/scorer-sure-dev/): on 143 questions, 0.0 took Hits@1 0.566 -> 0.622 (12
-        answers gained, 4 lost) with 1.0 LLM call and about 1,000 input tokens fewer a question.
+        What it saves and costs: `bench.scorer_sure`, bench/results/scorer-sure-dev/.
     """
 
     depth: int = 3
@@ -113,11 +110,9 @@ class WalkConfig:
     max_answers: int = 50
     max_candidates: int = 70
     clear_similarity: float = 0.55
-    clear_margin: float = 0.08
     max_llm_calls: int = 12
     demos_per_call: int = 4
     demo_choices: int = 10
-    snap_cutoff: float = 0.85
     relation_prune: bool = True
     entity_prune: bool = True
     fact_filter: bool = True
@@ -128,7 +123,6 @@ class WalkConfig:
     topic_choice: bool = False
     topics_chosen: int = 3
     chain_prior: bool = True
-    prior_weight: float = 0.5
     path_scorer: bool = True
     scorer_sure: float | None = None
 
@@ -137,7 +131,7 @@ class WalkConfig:
             if name in SWITCHES or name in {"topic_choice", "inverse_chains"}:
                 if not isinstance(value, bool):
                     raise ValueError(f"{name} must be true or false, got {value!r}")
-            elif name in {"snap_cutoff", "clear_similarity", "clear_margin", "prior_weight", "scorer_sure"} and value is not None:
+            elif name in {"clear_similarity", "scorer_sure"} and value is not None:
                 if not 0.0 <= value <= 1.0:
                     raise ValueError(f"{name} must be between 0 and 1, got {value}")
             elif name in {"min_depth", "scorer_sure"} and value is None:

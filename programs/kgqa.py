@@ -73,7 +73,7 @@ from kgqa.programs.steps.calls import demo_topic
 from kgqa.programs.steps.relation_prune import named_relation
 from kgqa.programs.trace import StopReason, Trace, token_totals
 from kgqa.programs.trails import Hop, Trail
-from kgqa.programs.tuned import BEAM_TRAILS, NOT_GONE_ON
+from kgqa.programs.tuned import BEAM_TRAILS, NOT_GONE_ON, PRIOR_WEIGHT
 
 _LOGGED_RELATIONS, _LOGGED_EDGES = 12, 60  # per hop, in the trace's `walk`
 _LOGGED_PRIOR = 3  # the chain prior's heaviest chains, in the trace
@@ -155,7 +155,7 @@ class KGQA(KGProgram):
             short = self.check_sufficiency.skip(state, candidates)  # why sufficiency has nothing to decide, if so
             state.facts = self.filter_facts.run(state, shown, settled=settled)  # fact filter
             state.memory = self.update_memory.run(state, candidates, short=short, settled=settled)  # memory update
-            if not self.check_sufficiency.run(state, candidates):  # answer sufficiency: one hop more?
+            if not self.check_sufficiency.run(state, candidates, skip=short):  # answer sufficiency: one hop more?
                 break
             frontier, hops = self._extend(state, candidates), hops + 1
         if not answer:
@@ -163,7 +163,7 @@ class KGQA(KGProgram):
         if not candidates:
             return state.stop(StopReason.DEAD_END) or []
         state.trace.candidates, state.trace.first_share = [c.label for c in shown], state.shares.get(shown[0].label)
-        state.final, extracted = self.extract_answers.run(state, candidates, shown)  # path answer extraction
+        state.final, extracted = self.extract_answers.run(state, candidates, shown, skip=settled)  # path answer extraction
         state.final = self.value_check.run(state, state.final)  # where the question compares a value, the answers it holds for
         state.stop(StopReason.CHOSEN if extracted else StopReason.PLAN_DONE)
         return candidates
@@ -307,8 +307,7 @@ class KGQA(KGProgram):
             return best
         labels = list(by_label)
         similar = self.embedder.similarities(state.question, [chain_words(by_label[label][0].chain, state) for label in labels])
-        weight = state.config.prior_weight
-        return {label: s + weight * state.votes.prefix(by_label[label][0].relations) for label, s in zip(labels, similar)}
+        return {label: s + PRIOR_WEIGHT * state.votes.prefix(by_label[label][0].relations) for label, s in zip(labels, similar)}
 
     def _go_on(self, state: WalkState, reached: Reached, kept: list[Trail], *, last: bool) -> list[Trail]:
         """Every trail reached kept as a candidate, scored by the choice (but those the entity prune

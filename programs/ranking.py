@@ -12,7 +12,7 @@ from kgqa.programs.base import WalkState
 from kgqa.programs.embedder import Embedder
 from kgqa.programs.scorer import PathScorer
 from kgqa.programs.trails import Trail
-from kgqa.programs.tuned import PAIRS_PER_CHAIN, PLANNED_BONUS, SCORED
+from kgqa.programs.tuned import PAIRS_PER_CHAIN, PLANNED_BONUS, PRIOR_WEIGHT, SCORED
 
 __all__ = ["SCORED", "Candidate", "chain_words", "rank", "scored_order", "scored_text"]
 
@@ -39,7 +39,7 @@ def rank(state: WalkState, embedder: Embedder) -> list[Candidate]:
     words, half the chain with the answer's name ("mascot team ; championship champion : 2014
     World Series"), with a bonus for a trail the relation prune chose every hop of, at the plan's
     depth (a bonus, not a rule: a small planner's hop count is often wrong on Freebase), and the
-    chain prior's weight for the trail's chain (`prior_weight` times the share of the nearest
+    chain prior's weight for the trail's chain (`PRIOR_WEIGHT` times the share of the nearest
     training questions that went by it). The plan's last hop is not pruned: there only the chain
     its target names takes the bonus."""
     ends = [t for t in state.reached if (t.end.literal or t.end.name) and t.end.id not in state.topic_ids]
@@ -62,7 +62,7 @@ def rank(state: WalkState, embedder: Embedder) -> list[Candidate]:
         planned = (state.config.relation_prune and trail.score >= 1.0 and trail.steps == planned_depth
                    and (trail.chain in named_chains if named_chains else pruned_there))
         score = (0.5 * chain_scores[trail.chain] + 0.5 * pair_scores.get(id(trail), 0.0) + PLANNED_BONUS * planned
-                 + state.config.prior_weight * state.votes.chain(trail.relations))
+                 + PRIOR_WEIGHT * state.votes.chain(trail.relations))
         hops = topics[label].get(trail.topic.label)
         topics[label][trail.topic.label] = trail.steps if hops is None else min(hops, trail.steps)
         if label not in best or score > best[label][0]:

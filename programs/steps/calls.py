@@ -16,6 +16,7 @@ from kgqa.programs.base import WalkState
 from kgqa.programs.embedder import Embedder
 from kgqa.programs.question import question_shape
 from kgqa.programs.selection import select
+from kgqa.programs.tuned import SNAP_CUTOFF
 from kgqa.signatures.choices import choices
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,7 @@ class LMCalls:
         outputs = getattr(out, chosen, None) if out is not None else None
         if outputs == []:  # the model's answer is "none of these"
             return []
-        selection = select(outputs if isinstance(outputs, list) else [], candidates, cutoff=state.config.snap_cutoff, limit=limit)
+        selection = select(outputs if isinstance(outputs, list) else [], candidates, cutoff=SNAP_CUTOFF, limit=limit)
         state.dropped += selection.dropped
         return selection.kept or None
 

@@ -34,7 +34,7 @@ class EntityPrune(LMStep):
     def forward(self, state: WalkState, trails: list[Trail], *, last: bool) -> Outcome:
         picked, fell_back = self.pick(
             state, offered="candidate_entities", chosen="entities_to_keep", candidates=_named(trails),
-            limit=state.config.entities_per_relation, query=f"{state.question} {' '.join(state.conditions)}",
+            limit=state.config.entities_per_relation, query=state.query,
             question=state.question, conditions=state.conditions,
             relation_walked=render.several(list(dict.fromkeys(render.compound_label([h.edge for h in t.hops]) for t in trails))),
         )

@@ -36,15 +36,13 @@ class FactFilter(LMStep):
         if not offered:
             return Outcome([], "skipped", "no facts about the candidates")
         if len(offered) == 1:
-            state.trace.facts = list(offered)
-            return Outcome(list(offered), "skipped", "one fact about the candidates: it is kept")
+            return Outcome(list(offered), "skipped", "one fact about the candidates: it is kept", {"facts": list(offered)})
         picked, fell_back = self.pick(
             state, offered="candidate_facts", chosen="relevant_facts", candidates=offered,
-            limit=state.config.facts_kept, query=f"{state.question} {' '.join(state.conditions)}",
-            question=state.question, conditions=state.conditions,
+            limit=state.config.facts_kept, query=state.query, question=state.question, conditions=state.conditions,
         )
-        state.trace.facts = [fact for fact, _ in picked]
-        return Outcome([fact for fact, _ in picked], "fell_back" if fell_back else "ran")
+        kept = [fact for fact, _ in picked]
+        return Outcome(kept, "fell_back" if fell_back else "ran", traced={"facts": list(kept)})
 
     def facts(self, state: WalkState, shown: list[Candidate]) -> list[str]:
         """Facts about the shown candidates, 'candidate | relation | value', most like the question
@@ -63,5 +61,4 @@ class FactFilter(LMStep):
                 facts.append(render.fact(entities[step.entity].label, step.relation, values[:VALUES_PER_FACT],
                                          phrase=state.kg.profile.relation_phrase))
         facts = list(dict.fromkeys(facts))
-        query = f"{state.question} {' '.join(state.conditions)}"
-        return self.embedder.top(query, facts, state.config.facts_shown) if len(facts) > state.config.facts_shown else facts
+        return self.embedder.top(state.query, facts, state.config.facts_shown) if len(facts) > state.config.facts_shown else facts

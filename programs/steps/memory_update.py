@@ -18,10 +18,9 @@ class MemoryUpdate(LMStep):
     """When the question names several entities, one note per entity on what its paths established,
     the earlier notes updated (a conjunction's answer must fit them all). Nothing to decide where no
     step reads the notes, or where the entities' paths meet at no candidate and only extraction
-    reads them (on CWQ-mini such notes said "X: no answer yet" or named a hop-short entity; skipping
-    them saved 0.2 calls a question and answered 3 more of 300 right:
-    1e132b4:bench/results/memory-meets-cwq-dev/). `short` and `settled`: why sufficiency and
-    extraction have nothing to decide, if so. Falls back to what each entity's paths reach."""
+    reads them: such a note can only repeat the entity's own paths, which extraction is shown
+    (bench/results/memory-meets-cwq-dev/). `short` and `settled`: why sufficiency and extraction
+    have nothing to decide, if so. Falls back to what each entity's paths reach."""
 
     name, usage, signature = "memory_update", "update_memory", UpdateMemory
 
@@ -54,10 +53,10 @@ class MemoryUpdate(LMStep):
                        memory=state.memory, new_evidence=evidence)
         notes = [n.strip()[:NOTE_CHARS] for n in (getattr(out, "memory_notes", None) or []) if isinstance(n, str) and n.strip()]
         if notes:
-            state.trace.memory = notes[: len(names)]
-            return Outcome(notes[: len(names)])
-        state.trace.memory = [f"{name} reaches {render.several([render.node_label(t.end) for t in trails])}" for name, trails in reached.items()]
-        return Outcome(list(state.trace.memory), "fell_back", "no usable notes: what each entity reaches")
+            return Outcome(notes[: len(names)], traced={"memory": notes[: len(names)]})
+        reaches = [f"{name} reaches {render.several([render.node_label(t.end) for t in trails]) or 'nothing'}"
+                   for name, trails in reached.items()]
+        return Outcome(reaches, "fell_back", "no usable notes: what each entity reaches", {"memory": list(reaches)})
 
 
 def _names(state: WalkState) -> list[str]:

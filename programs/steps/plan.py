@@ -33,11 +33,11 @@ class Planning(LMStep):
         targets = [t.strip() for t in (out.hop_targets if out else []) if isinstance(t, str) and t.strip()]
         conditions = [c.strip() for c in (out.answer_constraints if out else []) if isinstance(c, str) and c.strip()]
         topic_kind, answer_kind = (getattr(out, name, "") if out else "" for name in ("topic_kind", "answer_kind"))
-        state.trace.raw_plan = {"topic_kind": topic_kind, "answer_kind": answer_kind, "hop_targets": targets}
         log.debug("plan for %r: %s -> %s, hops %s, conditions %s", state.question, topic_kind, answer_kind, targets, conditions)
         planned = (end_at_answer(start_after_topic(targets, topic_kind), answer_kind)[:depth] or [state.question],
                    conditions[:CONDITIONS])
-        return Outcome(planned) if targets else Outcome(planned, "fell_back", "no usable plan: one hop")
+        raw = {"raw_plan": {"topic_kind": topic_kind, "answer_kind": answer_kind, "hop_targets": targets}}
+        return Outcome(planned, traced=raw) if targets else Outcome(planned, "fell_back", "no usable plan: one hop", raw)
 
 
 class DepthPlan(Step):

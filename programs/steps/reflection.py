@@ -16,24 +16,27 @@ class Reflection(LMStep):
 
     name, usage, signature = "reflection", "reflect", Reflect
 
-    def skip(self, state: WalkState, dead_end: list[Trail]) -> str | None:
+    def run(self, state: WalkState, dead_end: list[Trail]) -> list[Trail]:
+        """The trails to resume from after the `dead_end`, chosen among `earlier`'s."""
+        return super().run(state, dead_end, earlier(state, dead_end))
+
+    def skip(self, state: WalkState, dead_end: list[Trail], earlier: dict[str, Trail]) -> str | None:
         if state.trace.reflections >= state.config.max_reflections:
             return f"{state.trace.reflections} reflections made: the walk stops here"
-        earlier = _earlier(state, dead_end)
         if not earlier:
             return "no entity passed a hop before: the walk stops here"
         if len(earlier) == 1:
             return "one entity passed a hop before: the walk resumes from it"
         return None
 
-    def skipped(self, state: WalkState, dead_end: list[Trail]) -> list[Trail]:
-        earlier = _earlier(state, dead_end) if state.trace.reflections < state.config.max_reflections else {}
-        state.trace.reflections += len(earlier) == 1
-        return list(earlier.values()) if len(earlier) == 1 else []
-
-    def forward(self, state: WalkState, dead_end: list[Trail]) -> Outcome:
+    def skipped(self, state: WalkState, dead_end: list[Trail], earlier: dict[str, Trail]) -> list[Trail]:
+        if len(earlier) != 1 or state.trace.reflections >= state.config.max_reflections:
+            return []
         state.trace.reflections += 1
-        earlier = _earlier(state, dead_end)
+        return list(earlier.values())
+
+    def forward(self, state: WalkState, dead_end: list[Trail], earlier: dict[str, Trail]) -> Outcome:
+        state.trace.reflections += 1
         picked, fell_back = self.pick(
             state, offered="earlier_entities", chosen="entities_to_resume", candidates=list(earlier),
             limit=state.config.beam_width, query=state.question, question=state.question, plan=state.hop_targets,
@@ -42,7 +45,7 @@ class Reflection(LMStep):
         return Outcome([earlier[label] for label, _ in picked], "fell_back" if fell_back else "ran")
 
 
-def _earlier(state: WalkState, dead_end: list[Trail]) -> dict[str, Trail]:
+def earlier(state: WalkState, dead_end: list[Trail]) -> dict[str, Trail]:
     """The entities the walk passed one hop before the dead end and has not stood on, by label."""
     stood = {t.end.id for t in dead_end}
     return {render.node_label(t.end): t for e, t in state.seen.items()

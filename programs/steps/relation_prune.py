@@ -9,6 +9,7 @@ from kgqa.programs.embedder import Embedder
 from kgqa.programs.question import hop_relation
 from kgqa.programs.steps.step import LMStep, Outcome
 from kgqa.programs.trails import Trail
+from kgqa.programs.tuned import CLEAR_MARGIN
 from kgqa.signatures import PruneRelations
 
 
@@ -65,4 +66,4 @@ def _clear(ranked: list[str], scores: dict[str, float], config: WalkConfig) -> b
         return False
     best = scores[ranked[0]]
     second = scores[ranked[1]] if len(ranked) > 1 else -1.0
-    return best >= config.clear_similarity and best - second >= config.clear_margin
+    return best >= config.clear_similarity and best - second >= CLEAR_MARGIN

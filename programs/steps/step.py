@@ -1,12 +1,14 @@
 """A step of the walk: one `dspy.Module` that says why it has nothing to decide, or decides.
 
 The walk runs each step through `Step.run`, which records the outcome in the trace (ran; skipped,
-and why; fell back, and why) and counts the fallbacks, so no step keeps its own bookkeeping. An
+and why; fell back, and why; what the step shows of its work) and counts the fallbacks, so no step
+keeps its own bookkeeping. An
 `LMStep` holds its one predictor (`predict`) and asks the LM through the program's `LMCalls`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import EllipsisType
 from typing import Any, ClassVar
 
 import dspy
@@ -20,11 +22,13 @@ STATUSES = ("ran", "skipped", "fell_back")
 @dataclass(frozen=True)
 class Outcome:
     """What a step gave (`value`) and how: it `ran`, was `skipped` (nothing to decide) or `fell_back`
-    (its reply was unusable); `why` says which reason, where there is one."""
+    (its reply was unusable); `why` says which reason, where there is one. `traced`: trace fields
+    the step fills (the plan's raw reply, the facts kept), written by `Step.run`."""
 
     value: Any
     status: str = "ran"
     why: str = ""
+    traced: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -46,9 +50,10 @@ class Step(dspy.Module):
     def forward(self, state: WalkState, *inputs: Any, **options: Any) -> Outcome:
         raise NotImplementedError
 
-    def run(self, state: WalkState, *inputs: Any, **options: Any) -> Any:
-        """The step's value for `inputs`, its outcome recorded in `state.trace`."""
-        why = self.skip(state, *inputs, **options)
+    def run(self, state: WalkState, *inputs: Any, skip: str | None | EllipsisType = ..., **options: Any) -> Any:
+        """The step's value for `inputs`, its outcome recorded in `state.trace`. `skip`: the reason
+        `self.skip` gave for these inputs, where the walk already asked."""
+        why = self.skip(state, *inputs, **options) if skip is ... else skip
         if why is not None:
             outcome = Outcome(self.skipped(state, *inputs, **options), "skipped", why)
         else:
@@ -56,6 +61,8 @@ class Step(dspy.Module):
         if outcome.status == "fell_back":
             state.trace.fallbacks += 1
         state.trace.record(self.name, outcome.status, outcome.why)
+        for name, value in outcome.traced.items():
+            setattr(state.trace, name, value)
         return outcome.value
 
 

@@ -51,9 +51,9 @@ def test_a_record_without_its_plan_or_with_an_error_is_not_replayed(records, emb
 
 
 def test_walk_changes_are_typed_and_checked():
-    assert walk_changes(["choices_shown=15", "agreed_answers=false", "prior_weight=0.25"]) == {
-        "choices_shown": 15, "agreed_answers": False, "prior_weight": 0.25}
-    for bad in ("choices_shown", "no_such_knob=1", "agreed_answers=maybe", "prior_weight=2", "choices_shown=0"):
+    assert walk_changes(["choices_shown=15", "agreed_answers=false", "clear_similarity=0.25"]) == {
+        "choices_shown": 15, "agreed_answers": False, "clear_similarity": 0.25}
+    for bad in ("choices_shown", "no_such_knob=1", "agreed_answers=maybe", "clear_similarity=2", "choices_shown=0"):
         with pytest.raises(ValueError):
             walk_changes([bad])
 
