@@ -150,6 +150,7 @@ def test_the_fact_filter_and_memory_update_skip_where_no_step_reads_what_they_ke
     state.reached = [shown[0].trail]
     notes = memory.run(state, shown, short=None, settled=None)
     assert notes == ["James Cameron reaches Titanic", "Kate Winslet reaches nothing"]  # no LM: what each entity's paths reach
+    assert state.trace.memory == notes  # the notes extraction reads are the trace's
     assert statuses(state.trace) == {
         "fact_filter": ["skipped: the question sets no condition"],
         "memory_update": ["skipped: no step reads the notes: sufficiency is skipped (no hop left to add), extraction too "

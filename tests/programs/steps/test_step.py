@@ -22,7 +22,7 @@ class Halve(Step):
     def forward(self, state, number):
         if number < 0:
             return Outcome(0, "fell_back", "a negative number: zero")
-        return Outcome(number / 2, "ran", f"{number} halved")
+        return Outcome(number / 2, "ran", f"{number} halved", traced={"facts": [f"{number} / 2"]})
 
 
 def test_run_gives_the_steps_value_and_records_ran_skipped_or_fell_back_with_why(kg):
@@ -31,6 +31,15 @@ def test_run_gives_the_steps_value_and_records_ran_skipped_or_fell_back_with_why
     assert state.trace.steps == [{"step": "halve", "status": "ran", "why": "8 halved"},
                                  {"step": "halve", "status": "skipped", "why": "zero"},
                                  {"step": "halve", "status": "fell_back", "why": "a negative number: zero"}]
+
+
+def test_run_writes_the_trace_fields_a_step_fills_and_takes_a_skip_reason_already_asked(kg):
+    state, step = KGQA(kg)._new_state("q?"), Halve()
+    assert step.run(state, 6) == 3.0 and state.trace.facts == ["6 / 2"]  # written by the wrapper, not the step
+    assert step.run(state, 0, skip=None) == 0.0  # the walk asked already: nothing to skip, so it decides
+    assert step.run(state, 8, skip="asked before") == 8 and state.trace.facts == ["0 / 2"]  # skipped: no trace field
+    assert [(s["status"], s["why"]) for s in state.trace.steps] == [
+        ("ran", "6 halved"), ("ran", "0 halved"), ("skipped", "asked before")]
 
 
 def test_an_outcome_has_one_of_three_statuses():
