@@ -128,12 +128,31 @@ def ask(bench, out: Path, *, lm, sample: str = "dev", progress: bool = True) -> 
     from kgqa.programs import WalkConfig
 
     out.mkdir(parents=True, exist_ok=True)
+    records = out / f"bootstrap-{sample}.jsonl"
+    foreign = foreign_records(records, sample=[ex.id for ex in bench.test[sample]], compiled_on=[ex.id for ex in bench.train])
+    if foreign:
+        raise ValueError(f"{records}: {foreign}; a record copied in from another run is not paired with this "
+                         "program's questions: move it out")
     with dspy.context(lm=lm, adapter=ConstrainedJSONAdapter()):
         program = build("bootstrap", bench, out, WalkConfig(), sample)
         program.config = replace(program.config, scorer_sure=1.0)
-        records = out / f"bootstrap-{sample}.jsonl"
         evaluate(program, bench.test[sample], out=records, progress=progress)
     return records
+
+
+def foreign_records(path: Path, *, sample: list[str], compiled_on: list[str]) -> str | None:
+    """What is wrong with the records already in `path` for a run over `sample` by a program compiled on
+    `compiled_on` (question ids): records of questions the program was compiled on (its scorer has
+    seen their gold paths), or of questions outside the sample; None when nothing is."""
+    if not path.exists():
+        return None
+    ids = list(read_records(path, repair=False))
+    trained, outside = set(ids) & set(compiled_on), set(ids) - set(sample)
+    if trained:
+        return f"{len(trained)} records of questions the program was compiled on (e.g. {min(trained)})"
+    if outside:
+        return f"{len(outside)} records of questions outside the sample (e.g. {min(outside)})"
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -158,7 +177,10 @@ def main(argv: list[str] | None = None) -> int:
         from kgqa.specs import make_lm
 
         bench = cwq_bench(args.dev, args.train, args.seed, args.cwq_mini, split="dev")
-        path = ask(bench, args.out, lm=make_lm(args.lm))
+        try:
+            path = ask(bench, args.out, lm=make_lm(args.lm))
+        except ValueError as error:
+            parser.error(str(error))
         args.program = args.program or args.out / "program-bootstrap"
     else:
         path = args.records

@@ -69,6 +69,12 @@ def test_one_command_compiles_once_asks_with_extraction_deciding_and_resumes(tmp
     assert scorer_sure.ask(bench, tmp_path / "sure", lm=lm, sample="test", progress=False) == path
     assert len(lm.scripted.calls) == calls  # resumed: nothing asked again, nothing compiled again
     assert len(scorer_sure.sweep(records)) == len(scorer_sure.THRESHOLDS)
+    with path.open("a") as f:  # a record of a question the program was compiled on, copied in from another run
+        f.write(json.dumps({**records[0], "id": bench.train[0].id}) + "\n")
+    with pytest.raises(ValueError, match="1 records of questions the program was compiled on"):
+        scorer_sure.ask(bench, tmp_path / "sure", lm=lm, sample="test", progress=False)
+    assert scorer_sure.foreign_records(path, sample=[r["id"] for r in records] + [bench.train[0].id], compiled_on=[]) is None
+    assert "1 records of questions outside the sample" in scorer_sure.foreign_records(path, sample=[r["id"] for r in records], compiled_on=[])
 
 
 def test_the_threshold_the_compile_measured_is_swept_and_marked(tmp_path, monkeypatch, capsys):
