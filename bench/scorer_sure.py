@@ -10,7 +10,9 @@ answered by that first candidate instead of by extraction; the rest keep the ans
 For each t: the questions it would answer so, Hits@1 of the run and at t, the answers gained and
 lost (paired), and the extraction and fact-filter calls (and their input tokens) it would save.
 Hits@1 is exact for the first answer; it leaves out the value check, which reorders the answers
-of a comparison after extraction. `--records FILE` sweeps a run's records without asking anything.
+of a comparison after extraction. `--records FILE` sweeps a run's records without asking anything (`--outside-compile`: only those
+of questions outside the compile sample). The extraction step's break-even (`break_even`) is what
+sets `Budget.sure_precision`.
 The threshold the compile measured on held-out training walks (`programs.scorer.Calibration`, the
 walk's default) is swept too and marked "compiled"; `--program DIR` names the program to read it from.
 Tune on dev only.
@@ -100,6 +102,22 @@ def sweep(records: list[dict], thresholds=THRESHOLDS) -> list[Sweep]:
     return out
 
 
+def break_even(records: list[dict]) -> str:
+    """How often extraction kept a right first candidate and rescued a wrong one, and the share of
+    right firsts above which the first should answer alone (`Budget.sure_precision`): where a first
+    right with probability p answers alone, p is won where extraction would have lost it and 1 - p
+    lost where it would have rescued it."""
+    right = [r["scores"]["hits1"] > 0 for r in records if first_right(r)]
+    wrong = [r["scores"]["hits1"] > 0 for r in records if not first_right(r)]
+    if not right or not wrong:
+        return "break-even: not measured (no right or no wrong first candidate)"
+    kept, rescued = sum(right) / len(right), sum(wrong) / len(wrong)
+    even = rescued / (rescued + 1 - kept) if rescued + 1 - kept > 0 else 1.0
+    return (f"extraction kept a right first on {sum(right)} of {len(right)} ({kept:.3f}) and rescued a wrong first on "
+            f"{sum(wrong)} of {len(wrong)} ({rescued:.3f}): the first should answer alone where it is right more than "
+            f"{even:.2f} of the time")
+
+
 def table(sweeps: list[Sweep], *, compiled: float | None = None) -> str:
     """The sweep as a Markdown table, the compile's own threshold (`compiled`) marked."""
     head = ("| share at least | answered by the scorer | Hits@1 run | Hits@1 | gained / lost | calls saved a question | "
@@ -168,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("runs/scorer-sure"), help="the program and the records")
     parser.add_argument("--program", type=Path, help="the program whose compiled threshold to sweep too "
                         "(default: --out's, when asking)")
+    parser.add_argument("--outside-compile", action="store_true",
+                        help="with --records: leave out records of the questions of the --train/--seed compile sample")
     parser.add_argument("--thresholds", type=lambda text: [float(t) for t in text.split(",")], default=list(THRESHOLDS))
     args = parser.parse_args(argv)
     if args.records is not None and not args.records.exists():
@@ -185,6 +205,13 @@ def main(argv: list[str] | None = None) -> int:
     else:
         path = args.records
     records = load(path)
+    if args.records is not None and args.outside_compile:
+        from bench.accuracy import cwq_bench
+
+        compiled_on = {ex.id for ex in cwq_bench(1, args.train, args.seed, args.cwq_mini, split="dev").train}
+        kept = [r for r in records if r["id"] not in compiled_on]
+        print(f"{len(records) - len(kept)} records of the {args.train} seed-{args.seed} compile questions left out")
+        records = kept
     thresholds, compiled = list(args.thresholds), None
     if args.program is not None:
         try:
@@ -202,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print(f"{len(records)} questions of {path}\n")
         print(table(sweep(records, thresholds), compiled=compiled), end="")
+        print(f"\n{break_even(records)}")
     except ValueError as error:
         parser.error(str(error))
     return 0

@@ -40,6 +40,18 @@ def test_each_threshold_pairs_the_scorers_first_with_the_run_question_by_questio
     assert "| 0.80 | 1 | 0.500 | 0.750 | +1 / -0 | 0.25 | 250 |" in scorer_sure.table([high])
 
 
+def test_the_break_even_is_the_share_of_right_firsts_above_which_the_first_should_answer_alone():
+    # right firsts: "sure-and-right" (extraction lost it), "no-scorer" (lost); wrong firsts: "sure-and-wrong", "unsure"
+    # (both rescued): kept 0 of 2, rescued 2 of 2
+    assert scorer_sure.break_even(RECORDS).endswith("right more than 0.50 of the time")
+    kept = [record("a", gold="x", answered="x", shown=["x"], share=0.5), record("b", gold="x", answered="x", shown=["x"], share=0.5),
+            record("c", gold="x", answered="x", shown=["x"], share=0.5), record("d", gold="x", answered="y", shown=["x"], share=0.5),
+            record("e", gold="x", answered="x", shown=["y"], share=0.5), record("f", gold="x", answered="y", shown=["y"], share=0.5)]
+    # kept 3 of 4 right firsts (0.75), rescued 1 of 2 wrong (0.5): 0.5 / (0.5 + 0.25)
+    assert "3 of 4 (0.750)" in scorer_sure.break_even(kept) and scorer_sure.break_even(kept).endswith("0.67 of the time")
+    assert "not measured" in scorer_sure.break_even(kept[:4])
+
+
 def test_records_without_the_share_or_none_at_all_are_a_clear_error(tmp_path, capsys):
     old = [{**r, "trace": {k: v for k, v in r["trace"].items() if k != "first_share"}} for r in RECORDS]
     with pytest.raises(ValueError, match="run them again"):
