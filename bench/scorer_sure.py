@@ -10,9 +10,9 @@ answered by that first candidate instead of by extraction; the rest keep the ans
 For each t: the questions it would answer so, Hits@1 of the run and at t, the answers gained and
 lost (paired), and the extraction and fact-filter calls (and their input tokens) it would save.
 Hits@1 is exact for the first answer; it leaves out the value check, which reorders the answers
-of a comparison after extraction. `--records FILE` sweeps a run's records without asking anything (`--outside-compile`: only those
-of questions outside the compile sample). The extraction step's break-even (`break_even`) is what
-sets `Budget.sure_precision`.
+of a comparison after extraction. `--records FILE` sweeps a run's records without asking anything
+(`--outside-compile`: only those of questions outside the compile sample). The extraction step's
+break-even (`break_even`) is what sets `Budget.sure_precision`.
 The threshold the compile measured on held-out training walks (`programs.scorer.Calibration`, the
 walk's default) is swept too and marked "compiled"; `--program DIR` names the program to read it from.
 Tune on dev only.
