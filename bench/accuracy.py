@@ -15,7 +15,7 @@ the compile sample instead (sample "dev"): what a change of the walk is tuned on
   the answer is what `bootstrap` adds to it);
 - uncompiled: the program as written (`KGQA`, every step on);
 - bootstrap, bootstrap-rs, mipro, mipro-light: the program compiled on a disjoint seeded sample
-  of dev questions (`--train`, default 1,500 on MetaQA, a third per hop, 600 `cwq_mini_dev` rows on
+  of dev questions (`--train`, default 1,500 on MetaQA, a third per hop, 1,500 `cwq_mini_dev` rows on
   CWQ-mini) with intermediate labels: the gold relation paths (MetaQA's question types, CWQ's
   RoG `ground_paths`, never shown at answer time) drive the teacher that writes the demos and the
   plan step's pool of gold plans, the gold answers label facts, memory, sufficiency and
@@ -89,7 +89,7 @@ BUDGETS = {
     "mipro-light": Budget(demos=2),
 }
 VALIDATION = {"bootstrap-rs": 15, "mipro": 4, "mipro-light": 4}  # compile questions held out to score candidates
-TRAIN = {"metaqa": 1500, "cwq-mini": 600}  # compile questions: the plan step's pool of gold plans grows with them
+TRAIN = {"metaqa": 1500, "cwq-mini": 1500}  # compile questions: the plan step's pool of gold plans grows with them
 HOPS = (1, 2, 3)
 CWQ_FLOOR_DEPTH = 2  # CWQ chains a WebQSP relation (often through a CVT node) with one constraint
 
@@ -141,7 +141,7 @@ def cwq_bench(size: int, train: int, seed: int, cwq: Path, *, split: str = "test
     `types`: the sample is drawn from the questions of these `compositionality_type`s only; a `size`
     above their number takes them all."""
     dev = list(load_rog(cwq / "cwq_mini_dev.jsonl.gz"))
-    trainset = random.Random(f"compile-{seed}").sample(dev, train)
+    trainset = compile_sample(dev, train, seed)
     taken = {ex.id for ex in trainset}
     rows = [ex for ex in dev if ex.id not in taken] if split == "dev" else list(load_rog(cwq / "cwq_mini_test.jsonl.gz"))
     if types:
@@ -153,11 +153,20 @@ def cwq_bench(size: int, train: int, seed: int, cwq: Path, *, split: str = "test
     return Bench("cwq-mini", KnowledgeGraph(store, profile=ROG), test, trainset)
 
 
+def compile_sample(dev: Sequence[dspy.Example], train: int, seed: int) -> list[dspy.Example]:
+    """The `train` seeded `cwq_mini_dev` rows a CWQ-mini program is compiled on (the same for any sample size or split)."""
+    return random.Random(f"compile-{seed}").sample(list(dev), train)
+
+
 def answerable(example: dspy.Example, hops: int = 3) -> bool:
     """Some gold answer is within `hops` undirected hops of a topic entity in the row's own graph
     (relations the rog profile hides left out): the ceiling of a walk over that graph."""
     reached = hops_from(example, skips=ROG.skips, longest=hops)
     return any(same_answer(node, gold) for nodes in reached.values() for node in nodes for gold in example.answers)
+
+
+class ProgramMismatch(ValueError):
+    """A program already in the results folder was compiled on other questions than the run asks for."""
 
 
 def build(system: str, bench: Bench, out: Path, walk: WalkConfig, sample: str):
@@ -174,9 +183,14 @@ def build(system: str, bench: Bench, out: Path, walk: WalkConfig, sample: str):
         return switched_off(build("bootstrap", bench, out, walk, sample), ablated_step(system))
     program, optimizer = KGQA(bench.kg, config=walk), system
     directory = out / f"program-{system}"
-    if not (directory / "program.json").exists():  # compile once, reuse across samples and reruns
-        held = VALIDATION.get(system, 0)
-        train, val = (bench.train[:-held], bench.train[-held:]) if held else (bench.train, None)
+    held = VALIDATION.get(system, 0)
+    train, val = (bench.train[:-held], bench.train[-held:]) if held else (bench.train, None)
+    if (directory / "program.json").exists():  # compiled once, reused across samples and reruns: on the same questions
+        compiled_on = json.loads((directory / "config.json").read_text()).get("train")
+        if compiled_on is not None and compiled_on != len(train):
+            raise ProgramMismatch(f"{directory} was compiled on {compiled_on} questions, not {len(train)}: "
+                                  "give the --train it was compiled with, or another --out")
+    else:
         start = time.perf_counter()
         compiled = compile_program(program, optimizer, trainset=train, valset=val, budget=BUDGETS[system])
         minutes = (time.perf_counter() - start) / 60
@@ -347,7 +361,10 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unknown samples {sorted(set(wanted) - set(bench.test))}; choose from {', '.join(bench.test)}")
         bench.test = {name: bench.test[name] for name in wanted}
     if not args.report:
-        run_systems(bench, args, systems)
+        try:
+            run_systems(bench, args, systems)
+        except ProgramMismatch as error:
+            parser.error(str(error))
     paths, missing = write_outputs(bench, args.out, systems, args.per_hop)
     print(paths[0].read_text(), end="")
     if missing:

@@ -206,9 +206,10 @@ def main(argv: list[str] | None = None) -> int:
         path = args.records
     records = load(path)
     if args.records is not None and args.outside_compile:
-        from bench.accuracy import cwq_bench
+        from bench.accuracy import compile_sample
+        from kgqa.data.rog import load_rog
 
-        compiled_on = {ex.id for ex in cwq_bench(1, args.train, args.seed, args.cwq_mini, split="dev").train}
+        compiled_on = {ex.id for ex in compile_sample(load_rog(args.cwq_mini / "cwq_mini_dev.jsonl.gz"), args.train, args.seed)}
         kept = [r for r in records if r["id"] not in compiled_on]
         print(f"{len(records) - len(kept)} records of the {args.train} seed-{args.seed} compile questions left out")
         records = kept

@@ -118,3 +118,17 @@ def test_candidate_recall_is_also_given_over_the_answerable_questions_alone():
     assert rows["bootstrap"] == ["0.500", "0.000", "0.333 |"]
     # over the two answerable questions only: "a" showed Paris, "c" did not; "b" has no gold answer to show
     assert rows["bootstrap: candidate recall of the answerable"] == ["1.000", "0.000", "0.500 |"]
+
+
+def test_a_program_in_the_results_folder_compiled_on_other_questions_is_not_reused(tmp_path):
+    from bench.accuracy import Bench, ProgramMismatch, build
+    from kgqa.kg import EmbeddedStore, KnowledgeGraph
+    from kgqa.programs import WalkConfig
+
+    bench = Bench("cwq-mini", KnowledgeGraph(EmbeddedStore()), {"dev": []}, [dspy.Example(question=f"q{i}") for i in range(20)])
+    directory = tmp_path / "program-bootstrap"
+    directory.mkdir()
+    (directory / "program.json").write_text("{}")
+    (directory / "config.json").write_text(json.dumps({"train": 600}))
+    with pytest.raises(ProgramMismatch, match="compiled on 600 questions, not 20"):
+        build("bootstrap", bench, tmp_path, WalkConfig(), "dev")
