@@ -103,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fit-on", choices=("teacher", "similarity", "both"), default="teacher",
                         help="the compile questions' walks fitted on: the gold-path teacher's (as compiling does), the LLM-free walk's, or both")
     parser.add_argument("--out", type=Path, default=Path("runs/path-scorer"))
+    parser.add_argument("--save", action="store_true", help="save each fitted scorer in the output folder (scorer-KIND-N/, N the "
+                        "variant's place in --variants), to be swapped into a compiled program")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     bench = cwq_bench(args.dev, args.train, args.seed, CWQ_MINI, split="dev")
@@ -118,10 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = [(view, "hand-set order", places(walks), "", "", "") for view, walks in views.items()]
     first: dict[str, list[bool]] = {}  # the first scorer's first places, per walk view
     for kind in args.kinds.split(","):
-        for variant in json.loads(args.variants):
+        for number, variant in enumerate(json.loads(args.variants)):
             settings = ScorerSettings(**{**json.loads(args.settings), **variant, "kind": kind})
             name = f"{kind}-encoder" + (f" {json.dumps(variant)}" if variant else "")
             scorer = PathScorer.fit(train, settings=settings)
+            if args.save:
+                scorer.save(args.out / f"scorer-{kind}-{number}")
             print(f"{name}: fitted on {scorer.report.questions} walks, {scorer.report.groups} groups, "
                   f"{scorer.report.seconds:.0f} s, losses {scorer.report.losses}", flush=True)
             for view, walks in views.items():
