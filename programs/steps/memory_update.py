@@ -19,7 +19,7 @@ class MemoryUpdate(LMStep):
     the earlier notes updated (a conjunction's answer must fit them all). Nothing to decide where no
     step reads the notes, or where the entities' paths meet at no candidate and only extraction
     reads them: such a note can only repeat the entity's own paths, which extraction is shown
-    (bench/results/memory-meets-cwq-dev/). `short` and `settled`: why sufficiency and extraction
+    (1e132b4:bench/results/memory-meets-cwq-dev/). `short` and `settled`: why sufficiency and extraction
     have nothing to decide, if so. Falls back to what each entity's paths reach."""
 
     name, usage, signature = "memory_update", "update_memory", UpdateMemory

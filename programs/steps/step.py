@@ -2,8 +2,8 @@
 
 The walk runs each step through `Step.run`, which records the outcome in the trace (ran; skipped,
 and why; fell back, and why; what the step shows of its work) and counts the fallbacks, so no step
-keeps its own bookkeeping. An
-`LMStep` holds its one predictor (`predict`) and asks the LM through the program's `LMCalls`."""
+keeps its own bookkeeping. An `LMStep` holds its one predictor (`predict`) and asks the LM through
+the program's `LMCalls`."""
 
 from __future__ import annotations
 
