@@ -70,7 +70,7 @@ from kgqa.optimizers.labels import hops_from  # noqa: E402
 from kgqa.optimizers.teleprompters import Budget, compile_program  # noqa: E402
 from kgqa.programs import KGQA, SKIPPED_IS_OFF, SWITCHES, WalkConfig  # noqa: E402
 from kgqa.programs.baselines import LLMOnly, SimilarityWalk  # noqa: E402
-from kgqa.programs.saving import load_program, save_program  # noqa: E402
+from kgqa.programs.saving import ProgramFileError, load_program, read_settings, save_program  # noqa: E402
 from kgqa.programs.trace import Trace  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -185,19 +185,19 @@ def build(system: str, bench: Bench, out: Path, walk: WalkConfig, sample: str):
     directory = out / f"program-{system}"
     held = VALIDATION.get(system, 0)
     train, val = (bench.train[:-held], bench.train[-held:]) if held else (bench.train, None)
-    if (directory / "program.json").exists():  # compiled once, reused across samples and reruns: on the same questions
-        compiled_on = json.loads((directory / "config.json").read_text()).get("train")
-        if compiled_on is not None and compiled_on != len(train):
-            raise ProgramMismatch(f"{directory} was compiled on {compiled_on} questions, not {len(train)}: "
-                                  "give the --train it was compiled with, or another --out")
-    else:
+    if not (directory / "program.json").exists():  # compiled once, reused across samples and reruns: on the same questions
         start = time.perf_counter()
         compiled = compile_program(program, optimizer, trainset=train, valset=val, budget=BUDGETS[system])
         minutes = (time.perf_counter() - start) / 60
         save_program(compiled, directory, settings={"kg": bench.dataset, "optimizer": system, "train": len(train),
                                                      "valset": len(val or []), "compile_minutes": round(minutes, 1)})
         print(f"compiled {system} on {len(train)} questions (+{len(val or [])} validation) in {minutes:.1f} min", flush=True)
-    return load_program(directory, bench.kg)
+    settings = read_settings(directory)
+    compiled_on = settings.get("train")
+    if compiled_on is not None and compiled_on != len(train):
+        raise ProgramMismatch(f"{directory} was compiled on {compiled_on} questions, not {len(train)}: "
+                              "give the --train it was compiled with, or another --out")
+    return load_program(directory, bench.kg, settings=settings)
 
 
 def scorer_alone(compiled: KGQA, *, depth: int) -> SimilarityWalk:
@@ -363,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.report:
         try:
             run_systems(bench, args, systems)
-        except ProgramMismatch as error:
+        except (ProgramMismatch, ProgramFileError) as error:
             parser.error(str(error))
     paths, missing = write_outputs(bench, args.out, systems, args.per_hop)
     print(paths[0].read_text(), end="")

@@ -2,8 +2,10 @@
 label, neighbours fetched with nameless (CVT) nodes stepped through, and the trace. How a step asks
 the LM is `programs.steps.calls`.
 
-A program subclasses `KGProgram`, declares its predictors and implements `_walk` (fill the state:
-topics, the trails it ends on) and `_answer` (answers and GCR reasoning paths from the state):
+A program subclasses `KGProgram`, declares its steps and writes `forward` as the algorithm: it walks
+inside `with self.asking(question) as state:` (the LM's usage counted; an error or `Ended` ends the
+walk with its reason) and returns `self.prediction(state)`, with `_answer` giving the answers and
+GCR reasoning paths from the state:
 
 | program | walk | file |
 |---|---|---|
@@ -14,7 +16,8 @@ topics, the trails it ends on) and `_answer` (answers and GCR reasoning paths fr
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import dspy
@@ -60,6 +63,7 @@ class WalkState:
     depth: int = 0
     dropped: list[str] = field(default_factory=list)
     budget_hit: bool = False
+    unanswered: bool = False  # the LM did not answer or the run was cut: no model decided the answers
     deadline: Deadline | None = None  # checked before every LLM call
     trace: Trace = field(default_factory=Trace)  # the counters, the raw plan, the per-hop log and the stop, as they happen
 
@@ -103,6 +107,14 @@ class Candidates:
 
 
 
+class Ended(Exception):
+    """The walk ends here, for `reason`: a bad question, no topic entity, nothing reached."""
+
+    def __init__(self, reason: StopReason, error: str | None = None) -> None:
+        super().__init__(error or reason.value)
+        self.reason, self.error = reason, error
+
+
 class KGProgram(dspy.Module):
     """A program over a knowledge graph. `forward(question, topic_entities=None, *, deadline=None)`
     returns answers, GCR-style reasoning paths and a trace of what the walk spent and why it stopped.
@@ -126,34 +138,39 @@ class KGProgram(dspy.Module):
         self.linker = linker or Linker()
         self.chain_prior = chain_prior or ChainPrior()
 
-    def forward(
-        self, question: str, topic_entities: Sequence[str] | None = None, *, deadline: Deadline | None = None
-    ) -> dspy.Prediction:
+    @contextmanager
+    def asking(self, question: str, *, deadline: Deadline | None = None, errors_end_it: bool = True) -> Iterator[WalkState]:
+        """`question`'s walk state, for the `with` block that walks it. The LM's usage is counted into
+        its trace, and the walk ends with its reason where the block raises `Ended` or, unless
+        `errors_end_it` is off, where the graph failed (`KGError`), the LM did not answer
+        (`LMUnavailable`) or the deadline passed (`Cut`)."""
         state = self._new_state(question, deadline=deadline)
-        answers: list[str] = []
-        paths: list[str] = []
         with dspy.track_usage() as usage:
             try:
-                try:
-                    self._walk(state, topic_entities)
-                except KGError as exc:
+                yield state
+            except Ended as end:
+                state.stop(end.reason, error=end.error)
+            except (KGError, LMUnavailable, Cut) as exc:
+                if not errors_end_it:
+                    raise
+                if isinstance(exc, KGError):
                     state.stop(StopReason.KG_ERROR, error=str(exc))
-                answers, paths = self._answer(state)
-            except LMUnavailable as exc:  # no model decided anything: no answer, and the record says why
-                state.stop(StopReason.LM_ERROR, error=str(exc))
-            except Cut as exc:
-                state.stop(StopReason.CUT, error=str(exc))
-        return dspy.Prediction(answers=answers, paths=paths, trace=self._trace(state, usage))
+                else:  # no model decided anything: no answer, and the record says why
+                    state.unanswered = True
+                    state.stop(StopReason.LM_ERROR if isinstance(exc, LMUnavailable) else StopReason.CUT, error=str(exc))
+        state.trace.input_tokens, state.trace.output_tokens = token_totals(usage)
+
+    def prediction(self, state: WalkState) -> dspy.Prediction:
+        """The answers, reasoning paths and trace of a walk that ended: no answer where the LM did not
+        answer or the run was cut (no model decided them)."""
+        answers, paths = ([], []) if state.unanswered else self._answer(state)
+        return dspy.Prediction(answers=answers, paths=paths, trace=self._trace(state))
 
     def _new_state(self, question: str, *, deadline: Deadline | None = None) -> WalkState:
         """A question's walk state, on a view of the graph that counts its queries."""
         if self.kg is None:
             raise ValueError(f"{type(self).__name__} needs a knowledge graph: {type(self).__name__}(kg) or program.kg = kg")
         return WalkState(question=question, kg=self.kg.scoped(), config=self.config, deadline=deadline)
-
-    def _walk(self, state: WalkState, topic_entities: Sequence[str] | None) -> None:
-        """Walk the graph for `state.question`, filling the state; stop it with a reason."""
-        raise NotImplementedError
 
     def _answer(self, state: WalkState) -> tuple[list[str], list[str]]:
         """Answers, best first, and the GCR reasoning paths of the first ones."""
@@ -248,10 +265,9 @@ class KGProgram(dspy.Module):
                     group.members += [(prefix, n) for n in nodes]
         return list(groups.values())
 
-    def _trace(self, state: WalkState, usage) -> Trace:
+    def _trace(self, state: WalkState) -> Trace:
         """The state's trace, completed with what is read off the walk at its end."""
         trace, best = state.trace, (state.final[0] if state.final else None)
-        trace.input_tokens, trace.output_tokens = token_totals(usage)
         trace.sparql_queries, trace.kg_seconds = state.kg.stats.queries, round(state.kg.stats.seconds, 4)
         trace.depth, trace.planned_hops = state.depth, len(state.hop_targets)
         trace.plan, trace.conditions = state.hop_targets, state.conditions

@@ -47,9 +47,10 @@ import dspy
 from kgqa.data.questions import question_problem
 from kgqa.kg import KnowledgeGraph
 from kgqa.programs import render
-from kgqa.programs.base import KGProgram, WalkState
+from kgqa.programs.base import Ended, KGProgram, WalkState
 from kgqa.programs.chains import ChainPrior, Votes
 from kgqa.programs.config import WalkConfig
+from kgqa.programs.deadline import Deadline
 from kgqa.programs.embedder import Embedder
 from kgqa.programs.linking import Candidate as LinkCandidate
 from kgqa.programs.linking import Linker, Linking
@@ -124,49 +125,57 @@ class KGQA(KGProgram):
 
     # -- the algorithm -----------------------------------------------------------------------
 
-    def _walk(self, state: WalkState, topic_entities: Sequence[str] | None, *, answer: bool = True) -> list[Candidate]:
-        """The walk, step by step; the candidate answers, best first (none on a bad question or unknown
-        topics). `answer=False` stops before path answer extraction."""
-        problem = question_problem(state.question, list(topic_entities) if topic_entities is not None else None)
-        if problem:
-            return state.stop(StopReason.BAD_QUESTION, error=problem) or []
-        state.topics, problem = self._topics(state, topic_entities)  # the given ids, or linked (with the topic choice)
-        if not state.topics:
-            return state.stop(StopReason.NO_TOPIC_ENTITY, error=problem) or []
-        state.asked = Question(state.question, tuple(t.label for t in state.topics))  # its words, read once
-        state.hop_targets, state.conditions = self.plan.run(state)  # plan: what each hop reaches, conditions
-        state.votes = self._chain_votes(state)  # what training questions like it went by
-        frontier, hops = self._start(state)
-        while True:
-            while frontier and state.depth < hops and not state.budget_hit:
-                reached = self._expand(state, frontier)  # every relation of the frontier, in one query
-                if not reached.trails:  # a dead end: reflection, to resume from entities passed a hop before
-                    frontier = self.reflect.run(state, frontier)
-                    state.depth -= bool(frontier)  # the hop is taken again from them
-                    continue
-                last = state.depth >= hops  # the plan's last hop: extraction chooses among its ends
-                chosen = self.prune_relations.run(state, reached.labels, frontier, last=last)  # relation prune
-                ahead = self._beam(state, reached, chosen, last=last)  # with the beam's relations
-                kept = self.prune_entities.run(state, ahead, last=last)  # entity prune
-                frontier = self._go_on(state, reached, kept, last=last)
-            candidates = scored_order(state, self.path_scorer, rank(state, self.embedder))  # ranked, then by the path scorer
-            shown = self.extract_answers.choices(state, candidates)  # what extraction would be shown
-            settled = self.extract_answers.skip(state, candidates, shown)  # why extraction has nothing to decide, if so
-            short = self.check_sufficiency.skip(state, candidates)  # why sufficiency has nothing to decide, if so
-            state.facts = self.filter_facts.run(state, shown, settled=settled)  # fact filter
-            state.memory = self.update_memory.run(state, candidates, short=short, settled=settled)  # memory update
-            if not self.check_sufficiency.run(state, candidates, skip=short):  # answer sufficiency: one hop more?
-                break
-            frontier, hops = self._extend(state, candidates), hops + 1
-        if not answer:
-            return candidates
-        if not candidates:
-            return state.stop(StopReason.DEAD_END) or []
-        state.trace.candidates, state.trace.first_share = [c.label for c in shown], state.shares.get(shown[0].label)
-        state.final, extracted = self.extract_answers.run(state, candidates, shown, skip=settled)  # path answer extraction
-        state.final = self.value_check.run(state, state.final)  # where the question compares a value, the answers it holds for
-        state.stop(StopReason.CHOSEN if extracted else StopReason.PLAN_DONE)
-        return candidates
+    def forward(self, question: str, topic_entities: Sequence[str] | None = None, *, deadline: Deadline | None = None,
+                answer: bool = True) -> dspy.Prediction:
+        """The walk, step by step: answers, GCR-style reasoning paths and a trace of what each step did,
+        what the walk spent and why it stopped. `answer=False` stops before path answer extraction and
+        gives the walk's `candidates` (best first) and its `state`, errors raised: what compiling labels."""
+        with self.asking(question, deadline=deadline, errors_end_it=answer) as state:
+            if problem := question_problem(question, list(topic_entities) if topic_entities is not None else None):
+                raise Ended(StopReason.BAD_QUESTION, problem)
+            state.topics, problem = self._topics(state, topic_entities)  # the given ids, or linked (with the topic choice)
+            if not state.topics:
+                raise Ended(StopReason.NO_TOPIC_ENTITY, problem)
+            state.asked = Question(question, tuple(t.label for t in state.topics))  # its words, read once
+            state.hop_targets, state.conditions = self.plan.run(state)  # plan: what each hop reaches, conditions
+            state.votes = self._chain_votes(state)  # what training questions like it went by
+            frontier, hops = self._start(state)
+            while True:
+                while frontier and state.depth < hops and not state.budget_hit:
+                    reached = self._expand(state, frontier)  # every relation of the frontier, in one query
+                    if not reached.trails:  # a dead end: reflection, to resume from entities passed a hop before
+                        frontier = self.reflect.run(state, frontier)
+                        state.depth -= bool(frontier)  # the hop is taken again from them
+                        continue
+                    last = state.depth >= hops  # the plan's last hop: extraction chooses among its ends
+                    chosen = self.prune_relations.run(state, reached.labels, frontier, last=last)  # relation prune
+                    ahead = self._beam(state, reached, chosen, last=last)  # with the beam's relations
+                    kept = self.prune_entities.run(state, ahead, last=last)  # entity prune
+                    frontier = self._go_on(state, reached, kept, last=last)
+                candidates = scored_order(state, self.path_scorer, rank(state, self.embedder))  # ranked, then by the path scorer
+                shown = self.extract_answers.choices(state, candidates)  # what extraction would be shown
+                settled = self.extract_answers.skip(state, candidates, shown)  # why extraction has nothing to decide, if so
+                short = self.check_sufficiency.skip(state, candidates)  # why sufficiency has nothing to decide, if so
+                state.facts = self.filter_facts.run(state, shown, settled=settled)  # fact filter
+                state.memory = self.update_memory.run(state, candidates, short=short, settled=settled)  # memory update
+                if not self.check_sufficiency.run(state, candidates, skip=short):  # answer sufficiency: one hop more?
+                    break
+                frontier, hops = self._extend(state, candidates), hops + 1
+            if not answer:
+                return dspy.Prediction(candidates=candidates, state=state)
+            if not candidates:
+                raise Ended(StopReason.DEAD_END)
+            state.trace.candidates, state.trace.first_share = [c.label for c in shown], state.shares.get(shown[0].label)
+            state.final, extracted = self.extract_answers.run(state, candidates, shown, skip=settled)  # path answer extraction
+            state.final = self.value_check.run(state, state.final)  # where the question compares a value, the answers it holds for
+            state.stop(StopReason.CHOSEN if extracted else StopReason.PLAN_DONE)
+        return self.prediction(state)
+
+    def _before_extraction(self, question: str, topic_entities: Sequence[str] | None) -> tuple[list[Candidate], WalkState | None]:
+        """The walk's candidates, best first, and its state, stopped before path answer extraction
+        (none on a bad question or unknown topics)."""
+        walk = self(question, topic_entities, answer=False)
+        return walk.get("candidates") or [], walk.get("state")
 
     def labeling_inputs(self, question: str, topic_entities: Sequence[str] | None = None) -> dict | None:
         """What path answer extraction and answer sufficiency would be shown for `question` under the
@@ -180,8 +189,7 @@ class KGQA(KGProgram):
         - `scorer`: the first `SCORED` candidates in the order the walk ranks them, each as the path
           scorer reads it (`paths`) and its label (`candidates`): what the path scorer is fitted on
           (`optimizers.labels.gold_labels`), in the hand-set order while it is untrained."""
-        state = self._new_state(question)
-        candidates = self._walk(state, topic_entities, answer=False)
+        candidates, state = self._before_extraction(question, topic_entities)
         if not candidates:
             return None
         best = candidates[: state.config.sufficiency_shown]
@@ -200,9 +208,8 @@ class KGQA(KGProgram):
     def ranked_choices(self, question: str, topic_entities: Sequence[str] | None = None) -> tuple[list[str], list[str]]:
         """Every candidate answer the walk reaches for `question` under the current LM, best first,
         and the ones path answer extraction would be shown (labels): what `bench.replay` compares."""
-        state = self._new_state(question)
-        candidates = self._walk(state, topic_entities, answer=False)
-        return [c.label for c in candidates], [c.label for c in self.extract_answers.choices(state, candidates)]
+        candidates, state = self._before_extraction(question, topic_entities)
+        return [c.label for c in candidates], [c.label for c in self.extract_answers.choices(state, candidates)] if candidates else []
 
     def link_question(self, question: str) -> tuple[Linking, Trace]:
         """A question without ids linked as the walk links it (the linker, then the topic choice),

@@ -132,3 +132,17 @@ def test_a_program_in_the_results_folder_compiled_on_other_questions_is_not_reus
     (directory / "config.json").write_text(json.dumps({"train": 600}))
     with pytest.raises(ProgramMismatch, match="compiled on 600 questions, not 20"):
         build("bootstrap", bench, tmp_path, WalkConfig(), "dev")
+
+
+def test_a_program_in_the_results_folder_without_its_settings_is_a_clear_error(tmp_path):
+    from bench.accuracy import Bench, build
+    from kgqa.kg import EmbeddedStore, KnowledgeGraph
+    from kgqa.programs import WalkConfig
+    from kgqa.programs.saving import ProgramFileError
+
+    bench = Bench("cwq-mini", KnowledgeGraph(EmbeddedStore()), {"dev": []}, [dspy.Example(question=f"q{i}") for i in range(20)])
+    directory = tmp_path / "program-bootstrap"
+    directory.mkdir()
+    (directory / "program.json").write_text("{}")
+    with pytest.raises(ProgramFileError, match="no config.json in"):
+        build("bootstrap", bench, tmp_path, WalkConfig(), "dev")
