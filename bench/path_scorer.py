@@ -52,7 +52,7 @@ def similarity_walks(bench, examples: list) -> list[ScorerGroup]:
     walker = SimilarityWalk(bench.kg, config=bench.walk(WalkConfig(depth=CWQ_FLOOR_DEPTH)))
     walks = []
     for ex in examples:
-        candidates = walker(ex.question, list(ex.topic_entities) or None, answer=False).get("candidates", [])[:SCORED]
+        candidates = walker.before_extraction(ex.question, list(ex.topic_entities) or None)[0][:SCORED]
         walks.append(ScorerGroup(ex.question, [scored_text(c) for c in candidates],
                                  [any(same_answer(c.label, a) for a in ex.answers) for c in candidates]))
     return walks

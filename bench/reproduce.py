@@ -93,7 +93,7 @@ ROWS: dict[str, Row] = {
     "cwq-test-seed0": Row("cwq-mini", seed=0, per_hop=100, train=1500, alone=True, about="CWQ-mini test, 100 questions"),
     "cwq-test-seed1": Row("cwq-mini", seed=1, per_hop=100, train=1500, alone=True, about="CWQ-mini test, 100 questions"),
     "cwq-test-seed2": Row("cwq-mini", seed=2, per_hop=100, train=1500, alone=True, about="CWQ-mini test, 100 questions"),
-    "cwq-dev": Row("cwq-mini", seed=0, per_hop=100, train=1500, split="dev", alone=True, off=("path_scorer", "agreed_answers"),
+    "cwq-dev": Row("cwq-mini", seed=0, per_hop=100, train=1500, split="dev", alone=True, off=("path_scorer",),
                    about="CWQ-mini dev outside the compile sample, 100 questions: where changes are tuned"),
     "cwq-comp-sup": Row("cwq-mini", seed=0, per_hop=200, train=1500, types=("comparative", "superlative"),
                         about="every comparative and superlative CWQ-mini test question"),

@@ -6,10 +6,9 @@ from dataclasses import asdict, dataclass, replace
 
 # The steps a user can switch off (each a `WalkConfig` field), in the order the walk takes them.
 STEPS = ("relation_prune", "entity_prune", "fact_filter", "memory_update", "sufficiency", "extraction")
-# What an ablation can switch off: the LLM steps, the value check after them, the compiled parts of
-# the ranking (no call), and the rule that shows extraction first the candidates most topic
-# entities reach (its removal is measured with the path scorer on: `bench.reproduce` row cwq-dev).
-SWITCHES = (*STEPS, "value_check", "chain_prior", "path_scorer", "agreed_answers")
+# What an ablation can switch off: the LLM steps, the value check after them, and the compiled parts
+# of the ranking (no call).
+SWITCHES = (*STEPS, "value_check", "chain_prior", "path_scorer")
 # The steps whose switch changes nothing on a walk where they were skipped every time: skipped or
 # off, they keep every entity, show no facts, keep no notes, add no hop, answer the first ranked,
 # and leave the extracted answers as they are.
@@ -39,11 +38,6 @@ class WalkConfig:
     choices_per_chain: of those, at most this many end one relation chain while candidates of
         other chains wait (the rest fill the places left): extraction chooses a chain as much as an
         answer, and a chain with thirty ends would hide every other one.
-    agreed_answers: when some candidates are reached from more than one topic entity, extraction
-        (and the fact filter) sees those reached from the most first (a conjunction's answer meets
-        every entity the question names, where their paths meet in fewest hops first), then the
-        best of the others in the places left. One candidate where they meet in fewer hops than at
-        any other answers without a call.
     answers_chosen: candidate answers extraction may choose; each brings the other ends of its chain.
     inverse_chains: where an extracted answer brings the other ends of its chain, a relation and its
         inverse (`KnowledgeGraph.inverse_relations`: film.film.starring and film.performance.film, the
@@ -103,7 +97,6 @@ class WalkConfig:
     facts_kept: int = 4
     choices_shown: int = 10
     choices_per_chain: int = 3
-    agreed_answers: bool = True
     answers_chosen: int = 3
     inverse_chains: bool = True
     answer_paths: int = 5

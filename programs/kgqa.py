@@ -23,7 +23,7 @@
 | fact filter | `FactFilter` (fact_filter.py) | `filter_facts` | `FilterFacts` | the question sets no condition; extraction is skipped (nothing reads the facts); no facts about the candidates |
 | memory update | `MemoryUpdate` (memory_update.py) | `update_memory` | `UpdateMemory` | the question names one entity; sufficiency and extraction are both skipped (nothing reads the notes) |
 | answer sufficiency | `Sufficiency` (sufficiency.py) | `check_sufficiency` | `CheckSufficiency` | at the deepest hop; extensions used up; the walk already went past the plan; nothing reached; the best path goes by the relation the plan's last hop names |
-| path answer extraction | `Extraction` (extraction.py) | `extract_answers` | `ExtractAnswers` | one candidate, or one relation chain; one candidate where the paths from the most topic entities meet in fewer hops than at any other; the path scorer is sure of its first; the question sets no condition and the best path, from every topic entity, goes by the relation the plan's last hop names |
+| path answer extraction | `Extraction` (extraction.py) | `extract_answers` | `ExtractAnswers` | one candidate, or one relation chain; the path scorer is sure of its first; the question sets no condition and the best path, from every topic entity, goes by the relation the plan's last hop names |
 | value check (no LLM call) | `ValueCheck` (value_check.py) | `value_check` | none (`programs/values.py`) | the question compares no value; too few answers; no value of the answers is like the question's words |
 | reflection | `Reflection` (reflection.py) | `reflect` | `Reflect` | no dead end; no entity passed a hop before |
 
@@ -171,9 +171,9 @@ class KGQA(KGProgram):
             state.stop(StopReason.CHOSEN if extracted else StopReason.PLAN_DONE)
         return self.prediction(state)
 
-    def _before_extraction(self, question: str, topic_entities: Sequence[str] | None) -> tuple[list[Candidate], WalkState | None]:
+    def before_extraction(self, question: str, topic_entities: Sequence[str] | None = None) -> tuple[list[Candidate], WalkState | None]:
         """The walk's candidates, best first, and its state, stopped before path answer extraction
-        (none on a bad question or unknown topics)."""
+        (none on a bad question or unknown topics): what compiling labels and the benches rank."""
         walk = self(question, topic_entities, answer=False)
         return walk.get("candidates") or [], walk.get("state")
 
@@ -189,7 +189,7 @@ class KGQA(KGProgram):
         - `scorer`: the first `SCORED` candidates in the order the walk ranks them, each as the path
           scorer reads it (`paths`) and its label (`candidates`): what the path scorer is fitted on
           (`optimizers.labels.gold_labels`), in the hand-set order while it is untrained."""
-        candidates, state = self._before_extraction(question, topic_entities)
+        candidates, state = self.before_extraction(question, topic_entities)
         if not candidates:
             return None
         best = candidates[: state.config.sufficiency_shown]
@@ -208,7 +208,7 @@ class KGQA(KGProgram):
     def ranked_choices(self, question: str, topic_entities: Sequence[str] | None = None) -> tuple[list[str], list[str]]:
         """Every candidate answer the walk reaches for `question` under the current LM, best first,
         and the ones path answer extraction would be shown (labels): what `bench.replay` compares."""
-        candidates, state = self._before_extraction(question, topic_entities)
+        candidates, state = self.before_extraction(question, topic_entities)
         return [c.label for c in candidates], [c.label for c in self.extract_answers.choices(state, candidates)] if candidates else []
 
     def link_question(self, question: str) -> tuple[Linking, Trace]:

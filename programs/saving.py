@@ -29,8 +29,8 @@ PROGRAM_FILE, CONFIG_FILE, LINKING_FILE, CHAINS_FILE = "program.json", "config.j
 # The shape of a saved program: its predictors, its parts beside it and its walk settings. Raised
 # whenever one of them changes shape; 2 is the first stamped (the one program with the path scorer),
 # 3 holds each step's predictor inside its step module ("plan.predict"), 4 leaves the hand-set
-# constants (`programs.tuned`) out of the walk settings.
-PROGRAM_FORMAT = 4
+# constants (`programs.tuned`) out of the walk settings, 5 has no `agreed_answers` switch.
+PROGRAM_FORMAT = 5
 MAX_FILE_BYTES = 50_000_000
 MAX_STRING = 200_000
 _PREDICTOR_KEYS = {"traces", "train", "demos", "signature", "lm"}

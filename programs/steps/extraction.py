@@ -27,19 +27,8 @@ class Extraction(LMStep):
     def choices(self, state: WalkState, candidates: list[Candidate]) -> list[Candidate]:
         """The candidates extraction chooses among (and the fact filter reads about): the first
         `choices_shown` ranked, at most `choices_per_chain` of one relation chain while other
-        chains' candidates wait. When some are reached from more than one topic entity, those
-        reached from the most come first (a conjunction's answer meets every entity the question
-        names, and the ranking puts them first, nearest meeting first), and the best of the others
-        fill the places left: a meeting can be a hub (Belgium, where France's and Germany's wars
-        meet) while the answer is reached from one entity alone (CWQ-mini dev, 100 questions:
-        candidate recall 0.660 -> 0.690, Hits@1 0.520 both). `agreed_answers` off: the first
-        ranked, whoever reaches them."""
-        shown, per_chain = state.config.choices_shown, state.config.choices_per_chain
-        most = candidates[0].topics if candidates else 0
-        if not (state.config.agreed_answers and most > 1):
-            return chains_spread(candidates, shown, per_chain)
-        agreed = chains_spread([c for c in candidates if c.topics == most], shown, per_chain)
-        return agreed + chains_spread([c for c in candidates if c.topics < most], shown - len(agreed), per_chain)
+        chains' candidates wait."""
+        return chains_spread(candidates, state.config.choices_shown, state.config.choices_per_chain)
 
     def skip(self, state: WalkState, candidates: list[Candidate], shown: list[Candidate]) -> str | None:
         """Why extraction has nothing to decide among the answers `shown` (the first ranked then
@@ -51,8 +40,6 @@ class Extraction(LMStep):
         share = state.shares.get(shown[0].label)  # none where the scorer did not order the candidates
         if share is not None and state.sure is not None and state.sure < 1.0 and share >= state.sure:
             return f"the path scorer is sure of the first ({share:.2f} of its softmax, at least {state.sure:.2f}): it answers"
-        if _meeting_point(state, shown):
-            return f"the paths from {shown[0].topics} topic entities meet nearest at one candidate ({shown[0].meets} hops in all): it answers"
         if len({c.trail.relations for c in shown}) == 1:
             return "one relation chain: every end answers"
         if _plain_answer(state, shown[0]):
@@ -123,15 +110,6 @@ def _with_chains(state: WalkState, candidates: list[Candidate], chosen: list[Can
                 and topics[render.node_label(t.end)] >= c.topics]
         final += sorted(same, key=lambda t: rank[render.node_label(t.end)])
     return final
-
-
-def _meeting_point(state: WalkState, shown: list[Candidate]) -> bool:
-    """The first answer shown is reached from the most topic entities (more than one), and their
-    paths meet there in fewer hops than at any other candidate they all reach (a conjunction's
-    answer is where the entities it names meet; farther meetings are mostly hubs a hop past it)."""
-    if not (state.config.agreed_answers and shown and shown[0].topics > 1):
-        return False
-    return all(c.meets > shown[0].meets for c in shown[1:] if c.topics == shown[0].topics)
 
 
 def _plain_answer(state: WalkState, best: Candidate) -> bool:

@@ -34,7 +34,7 @@ def test_a_replay_under_the_records_decisions_shows_the_recorded_choices(records
 def test_a_ranking_change_moves_the_choices_and_says_where_the_gold_went(records, embedded_demo_kg, demo_train):
     wider = [r for r in replay(KGQA(embedded_demo_kg), demo_train, records) if r.ranked > 1]
     assert wider, "some demo question reaches more than one candidate"
-    narrowed = KGQA(embedded_demo_kg, config=WalkConfig(choices_shown=1, agreed_answers=False))
+    narrowed = KGQA(embedded_demo_kg, config=WalkConfig(choices_shown=1))
     narrow = {r.id: r for r in replay(narrowed, demo_train, records)}
     assert all(not narrow[r.id].same_choices for r in wider)  # one choice where there were several
     assert all(narrow[r.id].gold_ranked == r.gold_ranked for r in wider)  # the same walk, ranked the same
@@ -51,9 +51,9 @@ def test_a_record_without_its_plan_or_with_an_error_is_not_replayed(records, emb
 
 
 def test_walk_changes_are_typed_and_checked():
-    assert walk_changes(["choices_shown=15", "agreed_answers=false", "clear_similarity=0.25"]) == {
-        "choices_shown": 15, "agreed_answers": False, "clear_similarity": 0.25}
-    for bad in ("choices_shown", "no_such_knob=1", "agreed_answers=maybe", "clear_similarity=2", "choices_shown=0"):
+    assert walk_changes(["choices_shown=15", "inverse_chains=false", "clear_similarity=0.25"]) == {
+        "choices_shown": 15, "inverse_chains": False, "clear_similarity": 0.25}
+    for bad in ("choices_shown", "no_such_knob=1", "inverse_chains=maybe", "clear_similarity=2", "choices_shown=0"):
         with pytest.raises(ValueError):
             walk_changes([bad])
 

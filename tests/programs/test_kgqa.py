@@ -48,9 +48,7 @@ def test_a_step_switched_off_makes_no_call_and_the_trace_says_so(kg, ids, step):
     handlers = {"relation_prune": "relations_to_follow", "entity_prune": "entities_to_keep", "fact_filter": "relevant_facts",
                 "memory_update": "memory_notes", "sufficiency": "evidence_sufficient", "extraction": "extracted_answers"}
     question, topics = "Which films released before 2000 did James Cameron and Kate Winslet make?", [ids["James Cameron"], ids["Titanic"]]
-    # every candidate shown, whoever reaches it: those both topics reach have one fact between them,
-    # kept without a call
-    walk = {"entities_per_relation": 1, "min_depth": 1, "depth": 3, "clear_similarity": 1.0, "agreed_answers": False}
+    walk = {"entities_per_relation": 1, "min_depth": 1, "depth": 3, "clear_similarity": 1.0}
     every = oracle(["film.film.directed_by (reverse)"], hops=2, conditions=["released before 2000"])
     ask(kg, every, question, topics, **walk)
     lm = oracle(["film.film.directed_by (reverse)"], hops=2, conditions=["released before 2000"])
@@ -260,24 +258,6 @@ def test_memory_update_notes_what_each_named_entity_reached(tmp_path):
     silent = ask(kg, oracle(["lived_in"], memory_notes=lambda i: {"memory_notes": []}), "which city is home to [Lala] and [Seymour]")
     assert statuses(silent.trace)["memory_update"] == ["fell_back"]  # no notes: what the graph says each reached
     assert any(note.startswith("Lala reaches") for note in silent.trace.memory)
-
-
-def test_no_memory_call_where_the_topic_entities_meet_at_one_answer(tmp_path):
-    # both reach Brooklyn in a hop, and nothing else: the meeting answers, sufficiency has no hop to
-    # add, and no step would read the notes
-    kg = metaqa_kg(tmp_path, ("Lala", "born_in", "New York"), ("Lala", "lived_in", "Brooklyn"),
-                    ("Seymour", "born_in", "Chicago"), ("Seymour", "lived_in", "Brooklyn"))
-    lm = oracle(["lived_in"])
-    pred = ask(kg, lm, "which city is home to [Lala] and [Seymour]", depth=1)
-    steps = statuses(pred.trace)
-    assert steps["extraction"] == ["skipped: the paths from 2 topic entities meet nearest at one candidate (2 hops in all): it answers"]
-    assert steps["memory_update"] == ["skipped: no step reads the notes: sufficiency is skipped (no hop left to add), extraction "
-                                      "too (the paths from 2 topic entities meet nearest at one candidate (2 hops in all): it answers)"]
-    assert "memory_notes" not in calls(lm) and pred.trace.memory == [] and pred.answers[0] == "Brooklyn"
-    # with a hop left to add, sufficiency reads the notes: they are written
-    deeper = oracle(["lived_in"])
-    ask(kg, deeper, "which city is home to [Lala] and [Seymour]", depth=2, min_depth=1)
-    assert "memory_notes" in calls(deeper)
 
 
 def test_no_memory_call_where_the_topic_entities_meet_nowhere_and_only_extraction_would_read_it(tmp_path):
@@ -538,8 +518,8 @@ def test_answers_every_topic_entity_reaches_rank_first(tmp_path):
 
 def test_extraction_chooses_among_the_answers_every_topic_entity_reaches(tmp_path):
     # "which film did Ang make with Jim": each reaches several films by several relations, two are
-    # reached from both; extraction is shown those two first, then the others (a meeting may be a
-    # hub), and one reached from both nearer than any other needs no call
+    # reached from both; extraction is shown those two first (the ranking puts them first), then the
+    # others (a meeting may be a hub)
     kg = metaqa_kg(tmp_path, ("Ang", "directed", "Hulk"), ("Ang", "produced", "Lust"), ("Ang", "directed", "Eat"),
                     ("Jim", "wrote", "Hulk"), ("Jim", "edited", "Lust"), ("Jim", "wrote", "Ride"))
     relations = ["directed", "produced", "wrote", "edited"]
@@ -549,20 +529,11 @@ def test_extraction_chooses_among_the_answers_every_topic_entity_reaches(tmp_pat
     ends = [path.rsplit(" -> ", 1)[-1] for path in shown]
     assert sorted(ends[:2]) == ["Hulk", "Lust"] and sorted(ends[2:]) == ["Eat", "Ride"] and ends == pred.trace.candidates
     assert pred.answers[0] == "Lust" and "Eat" not in pred.answers and "Ride" not in pred.answers  # no chain brings them
-    every = ask(kg, oracle(relations, hops=1), "which film did [Ang] make with [Jim]", agreed_answers=False)
-    assert {"Eat", "Ride"} <= set(every.trace.candidates)  # switched off: every candidate, whoever reaches it
-
-    (tmp_path / "one").mkdir()
-    one = metaqa_kg(tmp_path / "one", ("Ang", "directed", "Hulk"), ("Ang", "produced", "Eat"), ("Jim", "wrote", "Hulk"), ("Jim", "edited", "Ride"))
-    lm = oracle(relations, hops=1)
-    pred = ask(one, lm, "which film did [Ang] make with [Jim]")
-    assert pred.answers == ["Hulk"] and "extracted_answers" not in calls(lm)
-    assert statuses(pred.trace)["extraction"] == ["skipped: the paths from 2 topic entities meet nearest at one candidate (2 hops in all): it answers"]
 
 
-def test_where_the_topic_entities_meet_nearest_answers_before_a_meeting_a_hop_further(tmp_path):
+def test_where_the_topic_entities_meet_nearest_ranks_before_a_meeting_a_hop_further(tmp_path):
     # "which film did Slade direct that starred Lautner": both reach Eclipse in a hop each; both
-    # reach its sequel too, Slade two hops away. The nearest meeting ranks first and answers alone.
+    # reach its sequel too, Slade two hops away. The nearest meeting ranks first.
     kg = metaqa_kg(tmp_path, ("Slade", "directed", "Eclipse"), ("Lautner", "starred_in", "Eclipse"),
                     ("Lautner", "starred_in", "Breaking Dawn"), ("Eclipse", "sequel", "Breaking Dawn"),
                     ("Lautner", "starred_in", "Valentine's Day"))
@@ -571,8 +542,7 @@ def test_where_the_topic_entities_meet_nearest_answers_before_a_meeting_a_hop_fu
     pred = ask(kg, lm, "which film did [Slade] direct that starred [Lautner]", min_depth=2)
     # the sequel: 3 hops in all; then what one of them reaches, in the places left
     assert pred.trace.depth == 2 and pred.trace.candidates == ["Eclipse", "Breaking Dawn", "Valentine's Day"]
-    assert pred.answers == ["Eclipse"] and "extracted_answers" not in calls(lm)
-    assert statuses(pred.trace)["extraction"] == ["skipped: the paths from 2 topic entities meet nearest at one candidate (2 hops in all): it answers"]
+    assert pred.answers[0] == "Eclipse" and statuses(pred.trace)["extraction"] == ["ran"]
     # where they meet as near at two candidates, extraction chooses between them
     (tmp_path / "two").mkdir()
     two = metaqa_kg(tmp_path / "two", ("Slade", "directed", "Eclipse"), ("Lautner", "starred_in", "Eclipse"),
