@@ -17,6 +17,10 @@ rerun fits and scores only. No number here is an answer rate: `bench.reproduce` 
 
     .venv/bin/python -m bench.path_scorer --train 1500 --dev 300 --out runs/path-scorer
     .venv/bin/python -m bench.path_scorer --kinds bi --variants '[{"layers": 2}, {"layers": 4}]'
+    .venv/bin/python -m bench.path_scorer --variants '[{}, {"siblings": false}]'
+
+A variant's `"siblings": false` fits on the walks without the other ends of a gold path's own
+chain (`without_siblings`): negatives the path cannot tell from the gold.
 """
 
 from __future__ import annotations
@@ -56,6 +60,18 @@ def similarity_walks(bench, examples: list) -> list[ScorerGroup]:
         walks.append(ScorerGroup(ex.question, [scored_text(c) for c in candidates],
                                  [any(same_answer(c.label, a) for a in ex.answers) for c in candidates]))
     return walks
+
+
+def without_siblings(walk: ScorerGroup) -> ScorerGroup:
+    """The walk without the other ends of a gold path's own chain: candidates whose path is a gold
+    path's but for its last name ("Lautner -> film -> Eclipse" beside "... -> New Moon"). The path
+    cannot tell them apart, so as negatives they teach names, not chains."""
+    def prefix(path: str) -> str:
+        return path.split(" ; reached from ")[0].rsplit(" -> ", 1)[0]
+
+    golds = {prefix(p) for p, g in zip(walk.paths, walk.gold) if g}
+    kept = [(p, g) for p, g in zip(walk.paths, walk.gold) if g or prefix(p) not in golds]
+    return ScorerGroup(walk.question, [p for p, _ in kept], [g for _, g in kept])
 
 
 def cached(path: Path, make) -> list[ScorerGroup]:
@@ -120,9 +136,11 @@ def main(argv: list[str] | None = None) -> int:
     first: dict[str, list[bool]] = {}  # the first scorer's first places, per walk view
     for kind in args.kinds.split(","):
         for number, variant in enumerate(json.loads(args.variants)):
-            settings = ScorerSettings(**{**json.loads(args.settings), **variant, "kind": kind})
+            fitted = dict(variant)
+            siblings = fitted.pop("siblings", True)  # not a ScorerSettings field: what the groups are cut from
+            settings = ScorerSettings(**{**json.loads(args.settings), **fitted, "kind": kind})
             name = f"{kind}-encoder" + (f" {json.dumps(variant)}" if variant else "")
-            scorer = PathScorer.fit(train, settings=settings)
+            scorer = PathScorer.fit(train if siblings else [without_siblings(w) for w in train], settings=settings)
             if args.save:
                 scorer.save(args.out / f"scorer-{kind}-{number}")
             print(f"{name}: fitted on {scorer.report.questions} walks, {scorer.report.groups} groups, "

@@ -26,3 +26,14 @@ def test_first_places_are_paired_walk_by_walk():
     reversed_order = firsts(walks, lambda walk: list(range(len(walk.paths)))[::-1])
     assert as_given == [False, True, False, False] and reversed_order == [True, False, False, False]
     assert paired(as_given, reversed_order) == (1, 1) and paired(as_given, as_given) == (0, 0)
+
+
+def test_without_siblings_leaves_out_the_other_ends_of_a_gold_paths_own_chain():
+    from bench.path_scorer import without_siblings
+
+    walk = ScorerGroup("which film", ["Lautner -> film -> Eclipse", "Lautner -> film -> New Moon ; reached from 2 named entities",
+                                      "Lautner -> award -> Teen Choice", "Slade -> film -> Eclipse"], [True, False, False, False])
+    assert without_siblings(walk) == ScorerGroup("which film", ["Lautner -> film -> Eclipse", "Lautner -> award -> Teen Choice",
+                                                               "Slade -> film -> Eclipse"], [True, False, False])
+    unanswered = ScorerGroup("q", ["a -> r -> b", "a -> r -> c"], [False, False])
+    assert without_siblings(unanswered) == unanswered  # no gold path: no sibling of one
