@@ -33,6 +33,7 @@ from kgqa.env import stay_offline
 stay_offline()
 
 from bench.accuracy import CWQ_FLOOR_DEPTH, CWQ_MINI, answerable, cwq_bench  # noqa: E402
+from bench.path_scorer import paired as gained_lost  # noqa: E402
 from kgqa.evaluate.metrics import same_answer  # noqa: E402
 from kgqa.programs import WalkConfig  # noqa: E402
 from kgqa.programs.baselines import SimilarityWalk  # noqa: E402
@@ -87,8 +88,9 @@ def walk_all(walker: SimilarityWalk, examples: list, within: dict[str, int]) -> 
 
 
 def paired(base: list[bool], other: list[bool]) -> str:
-    """'+gained / -lost': the questions `other` holds that `base` does not, and the other way round."""
-    return f"+{sum(o and not b for b, o in zip(base, other))} / -{sum(b and not o for b, o in zip(base, other))}"
+    """'+gained / -lost' (`bench.path_scorer.paired`): the questions `other` holds that `base` does
+    not, and the other way round."""
+    return "+{} / -{}".format(*gained_lost(base, other))
 
 
 def main(argv: list[str] | None = None) -> int:
