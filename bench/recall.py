@@ -79,8 +79,9 @@ def walk_all(walker: SimilarityWalk, examples: list, within: dict[str, int]) -> 
     for ex in examples:
         started = time.perf_counter()
         candidates, state = walker.before_extraction(ex.question, list(ex.topic_entities) or None)
-        shown = walker.extract_answers.choices(state, candidates) if candidates else []
-        settled = walker.extract_answers.skip(state, candidates, shown) or "" if candidates else "nothing reached"
+        shown = walker.extract_answers.choices(state.asking, candidates) if candidates else []
+        settled = (walker.extract_answers.skip(state.asking, candidates, shown, sure=walker.sure_at, reached=state.reached) or ""
+                   if candidates else "nothing reached")
         outcomes.append(Outcome(place([c.label for c in candidates], [c.label for c in shown], list(ex.answers),
                                       within=within[ex.id], hops=walker.config.depth), time.perf_counter() - started,
                                 settled.split(":")[0]))

@@ -1,9 +1,9 @@
-"""What every program over a knowledge graph shares: the per-question state, topic entities linked by
-label, neighbours fetched with nameless (CVT) nodes stepped through, and the trace. How a step asks
-the LM is `programs.steps.calls`.
+"""What every program over a knowledge graph shares: the per-question state (`programs.state`),
+topic entities linked by label, neighbours fetched with nameless (CVT) nodes stepped through, and
+the trace. How a step asks the LM is `programs.steps.calls`.
 
 A program subclasses `KGProgram`, declares its steps and writes `forward` as the algorithm: it walks
-inside `with self.asking(question) as state:` (the LM's usage counted; an error or `Ended` ends the
+inside `with self.walking(question) as state:` (the LM's usage counted; an error or `Ended` ends the
 walk with its reason) and returns `self.prediction(state)`, with `_answer` giving the answers and
 GCR reasoning paths from the state:
 
@@ -15,10 +15,9 @@ GCR reasoning paths from the state:
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import dspy
 
@@ -26,70 +25,16 @@ from kgqa.data.questions import few
 from kgqa.errors import LMUnavailable
 from kgqa.kg import Edge, KGError, KnowledgeGraph, Node, Step
 from kgqa.kg.errors import InvalidTermError
-from kgqa.programs.chains import ChainPrior, Votes
+from kgqa.programs.chains import ChainPrior
 from kgqa.programs.config import WalkConfig
 from kgqa.programs.deadline import Cut, Deadline
 from kgqa.programs.embedder import Embedder
 from kgqa.programs.linking import Candidate as LinkCandidate
 from kgqa.programs.linking import Linker, Linking
-from kgqa.programs.question import BRACKETED, Question
+from kgqa.programs.question import BRACKETED
+from kgqa.programs.state import Asking, Ledger, WalkState
 from kgqa.programs.trace import StopReason, Trace, token_totals
 from kgqa.programs.trails import Hop, Trail
-
-log = logging.getLogger(__name__)
-
-
-@dataclass
-class WalkState:
-    """Everything one question's walk accumulates; its trace is completed at the end."""
-
-    question: str
-    kg: KnowledgeGraph
-    config: WalkConfig
-    topics: list[Node] = field(default_factory=list)
-    hop_targets: list[str] = field(default_factory=list)  # the plan: what each hop reaches
-    conditions: list[str] = field(default_factory=list)  # the plan: what the answer must satisfy
-    asked: Question | None = None  # the question's words as the walk reads them, once its topic entities are known
-    seen: dict[str, Trail] = field(default_factory=dict)
-    reached: list[Trail] = field(default_factory=list)  # every trail the walk reached, at every depth: the candidates
-    relations: dict = field(default_factory=dict)  # entity id -> the edges around it, as fetched so far
-    facts: list[str] = field(default_factory=list)  # the fact filter's kept facts
-    memory: list[str] = field(default_factory=list)  # memory update's notes
-    named: set = field(default_factory=set)  # chains by the relation the plan's last hop names, if one clearly
-    votes: Votes = field(default_factory=Votes)  # what the nearest training questions say of relation chains
-    shares: dict[str, float] = field(default_factory=dict)  # candidate -> the path scorer's softmax share, when it ordered them
-    sure: float | None = None  # the share at which the path scorer's first answers alone, when it ordered them
-    final: list[Trail] = field(default_factory=list)
-    depth: int = 0
-    dropped: list[str] = field(default_factory=list)
-    budget_hit: bool = False
-    unanswered: bool = False  # the LM did not answer or the run was cut: no model decided the answers
-    deadline: Deadline | None = None  # checked before every LLM call
-    trace: Trace = field(default_factory=Trace)  # the counters, the raw plan, the per-hop log and the stop, as they happen
-
-    @property
-    def topic_ids(self) -> set[str]:
-        return {t.id for t in self.topics}
-
-    @property
-    def query(self) -> str:
-        """The question with the plan's conditions: what the facts and entities kept should be like."""
-        return f"{self.question} {' '.join(self.conditions)}"
-
-    @property
-    def hop_target(self) -> str:
-        """What the plan says this hop reaches ('one hop further' past a plan found short)."""
-        return self.hop_targets[self.depth - 1] if self.depth <= len(self.hop_targets) else "one hop further"
-
-    def on_named_chain(self, trail: Trail) -> bool:
-        """The trail followed the relation prune's choices to the relation the plan's last hop names."""
-        return trail.score >= 1.0 and trail.chain in self.named
-
-    def stop(self, reason: StopReason, error: str | None = None) -> None:
-        self.trace.stop_reason = StopReason.LLM_BUDGET if self.budget_hit and not self.final else reason
-        self.trace.error = error
-        log.info("%r stopped: %s after %d hops, %d LLM calls%s", self.question, self.trace.stop_reason.value, self.depth,
-                 self.trace.llm_calls, f" ({error})" if error else "")
 
 
 @dataclass
@@ -139,7 +84,7 @@ class KGProgram(dspy.Module):
         self.chain_prior = chain_prior or ChainPrior()
 
     @contextmanager
-    def asking(self, question: str, *, deadline: Deadline | None = None, errors_end_it: bool = True) -> Iterator[WalkState]:
+    def walking(self, question: str, *, deadline: Deadline | None = None, errors_end_it: bool = True) -> Iterator[WalkState]:
         """`question`'s walk state, for the `with` block that walks it. The LM's usage is counted into
         its trace, and the walk ends with its reason where the block raises `Ended` or, unless
         `errors_end_it` is off, where the graph failed (`KGError`), the LM did not answer
@@ -156,21 +101,21 @@ class KGProgram(dspy.Module):
                 if isinstance(exc, KGError):
                     state.stop(StopReason.KG_ERROR, error=str(exc))
                 else:  # no model decided anything: no answer, and the record says why
-                    state.unanswered = True
+                    state.ledger.unanswered = True
                     state.stop(StopReason.LM_ERROR if isinstance(exc, LMUnavailable) else StopReason.CUT, error=str(exc))
         state.trace.input_tokens, state.trace.output_tokens = token_totals(usage)
 
     def prediction(self, state: WalkState) -> dspy.Prediction:
         """The answers, reasoning paths and trace of a walk that ended: no answer where the LM did not
         answer or the run was cut (no model decided them)."""
-        answers, paths = ([], []) if state.unanswered else self._answer(state)
+        answers, paths = ([], []) if state.ledger.unanswered else self._answer(state)
         return dspy.Prediction(answers=answers, paths=paths, trace=self._trace(state))
 
     def _new_state(self, question: str, *, deadline: Deadline | None = None) -> WalkState:
         """A question's walk state, on a view of the graph that counts its queries."""
         if self.kg is None:
             raise ValueError(f"{type(self).__name__} needs a knowledge graph: {type(self).__name__}(kg) or program.kg = kg")
-        return WalkState(question=question, kg=self.kg.scoped(), config=self.config, deadline=deadline)
+        return WalkState(Asking(question, self.kg.scoped(), self.config), Ledger(deadline=deadline))
 
     def _answer(self, state: WalkState) -> tuple[list[str], list[str]]:
         """Answers, best first, and the GCR reasoning paths of the first ones."""
@@ -178,9 +123,16 @@ class KGProgram(dspy.Module):
 
     # -- shared steps ------------------------------------------------------------------------
 
-    def _topics(self, state: WalkState, given: Sequence[str] | None) -> tuple[list[Node], str | None]:
-        """Topic entities with their names: the given ids, else labels found in the question."""
-        kg = state.kg
+    def _topics(self, state: WalkState, given: Sequence[str] | None) -> list[Node]:
+        """Topic entities with their names: the given ids, else labels found in the question. None
+        found ends the walk (`StopReason.NO_TOPIC_ENTITY`, with what was not found)."""
+        topics, problem = self._found_topics(state, given)
+        if not topics:
+            raise Ended(StopReason.NO_TOPIC_ENTITY, problem)
+        return topics
+
+    def _found_topics(self, state: WalkState, given: Sequence[str] | None) -> tuple[list[Node], str | None]:
+        kg = state.asking.kg
         if given:
             ids, labels = [], []
             for entity in given:
@@ -199,12 +151,12 @@ class KGProgram(dspy.Module):
             topics = [Node(e, name=name) for e, name in found.items()]
             missing = [e for e in given if e not in found and not linked.get(e)]
             return topics, (f"unknown topic entities: {few(missing)}" if not topics else None)
-        bracketed = BRACKETED.findall(state.question)
+        bracketed = BRACKETED.findall(state.asking.question)
         if bracketed:  # the question marks its entities: their names, exactly
             linked = kg.link(bracketed)
             topics = [Node(e, name=label) for label in bracketed for e in linked[label]]
         else:
-            linking = self.linker.link(state.question, self.names(kg), graph=kg)
+            linking = self.linker.link(state.asking.question, self.names(kg), graph=kg)
             linking.linked = self._choose_topics(state, linking)
             state.trace.linking = linking.to_dict()
             topics = [Node(c.entity, name=c.name) for c in linking.linked]
@@ -221,19 +173,20 @@ class KGProgram(dspy.Module):
     def _onward(self, state: WalkState, trail: Trail, relations: dict) -> list[Edge]:
         """The relations a trail can go on by: those around its end, less the one it arrived by
         walked back where the profile drops pre-relations (Freebase's inverse pairs; not MetaQA)."""
-        back = trail.arrival.reversed if trail.arrival and state.kg.profile.drops_pre_relations else None
+        back = trail.arrival.reversed if trail.arrival and state.asking.kg.profile.drops_pre_relations else None
         return [e for e in relations.get(trail.end.id, ()) if e != back]
 
     def _follow(self, state: WalkState, steps: list[tuple[Trail, Edge, float]], *, more: bool) -> tuple[list[Candidates], dict]:
         """Neighbours of every chosen step in one query; unnamed (CVT) nodes are stepped through."""
-        fanout = state.kg.follow([Step(t.end.id, e.relation, e.direction) for t, e, _ in steps], relations=more)
+        kg, topic_ids = state.asking.kg, state.asking.topic_ids
+        fanout = kg.follow([Step(t.end.id, e.relation, e.direction) for t, e, _ in steps], relations=more)
         relations = dict(fanout.around)
         groups: list[Candidates] = []
         through: list[tuple[Trail, Edge, float, Node]] = []
         for trail, edge, score in steps:
-            excluded = trail.behind(edge) | state.topic_ids
+            excluded = trail.behind(edge) | topic_ids
             nodes = [n for n in fanout[Step(trail.end.id, edge.relation, edge.direction)] if n.literal or n.id not in excluded]
-            if state.kg.profile.step_through_unnamed:
+            if kg.profile.step_through_unnamed:
                 through += [(trail, edge, score, n) for n in nodes if not n.literal and not n.name]
                 nodes = [n for n in nodes if n.literal or n.name]
             if nodes:
@@ -244,19 +197,20 @@ class KGProgram(dspy.Module):
 
     def _step_through(self, state: WalkState, through: list, relations: dict, *, more: bool) -> list[Candidates]:
         """Follow every onward relation of unnamed (CVT) nodes but the one back, in one query."""
+        kg, topic_ids = state.asking.kg, state.asking.topic_ids
         missing = sorted({cvt.id for *_, cvt in through} - set(relations))
         if missing:
-            relations.update(state.kg.relations(missing).items)
+            relations.update(kg.relations(missing).items)
 
         def onward(edge: Edge, cvt: Node) -> list[Edge]:
             return [e for e in relations.get(cvt.id, ()) if e != edge.reversed]
 
         steps = [Step(cvt.id, e.relation, e.direction) for _, edge, _, cvt in through for e in onward(edge, cvt)]
-        fanout = state.kg.follow(steps, relations=more)
+        fanout = kg.follow(steps, relations=more)
         relations.update(fanout.around)
         groups: dict[tuple, Candidates] = {}
         for trail, edge, score, cvt in through:
-            excluded = trail.behind(edge) | {cvt.id} | state.topic_ids
+            excluded = trail.behind(edge) | {cvt.id} | topic_ids
             for e in onward(edge, cvt):
                 nodes = [n for n in fanout[Step(cvt.id, e.relation, e.direction)] if n.literal or n.id not in excluded]
                 if nodes:
@@ -267,13 +221,13 @@ class KGProgram(dspy.Module):
 
     def _trace(self, state: WalkState) -> Trace:
         """The state's trace, completed with what is read off the walk at its end."""
-        trace, best = state.trace, (state.final[0] if state.final else None)
-        trace.sparql_queries, trace.kg_seconds = state.kg.stats.queries, round(state.kg.stats.seconds, 4)
-        trace.depth, trace.planned_hops = state.depth, len(state.hop_targets)
-        trace.plan, trace.conditions = state.hop_targets, state.conditions
+        asking, trace, best = state.asking, state.trace, (state.final[0] if state.final else None)
+        trace.sparql_queries, trace.kg_seconds = asking.kg.stats.queries, round(asking.kg.stats.seconds, 4)
+        trace.depth, trace.planned_hops, trace.extended_hops = state.depth, len(asking.hop_targets), state.extensions
+        trace.plan, trace.conditions = list(asking.hop_targets), list(asking.conditions)
         trace.hops_walked = best.steps if best else 0
         trace.relation_path = [[h.relation, h.direction.value] for h in best.hops] if best else []
-        trace.topic_entities, trace.topic_names = [t.id for t in state.topics], [t.label for t in state.topics]
-        trace.dropped_selections, trace.dropped_examples = len(state.dropped), state.dropped[:10]
+        trace.topic_entities, trace.topic_names = [t.id for t in asking.topics], [t.label for t in asking.topics]
+        trace.dropped_selections, trace.dropped_examples = len(state.ledger.dropped), state.ledger.dropped[:10]
         return trace
 

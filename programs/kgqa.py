@@ -47,16 +47,16 @@ import dspy
 from kgqa.data.questions import question_problem
 from kgqa.kg import KnowledgeGraph
 from kgqa.programs import render
-from kgqa.programs.base import Ended, KGProgram, WalkState
+from kgqa.programs.base import Ended, KGProgram
 from kgqa.programs.chains import ChainPrior, Votes
 from kgqa.programs.config import WalkConfig
 from kgqa.programs.deadline import Deadline
 from kgqa.programs.embedder import Embedder
 from kgqa.programs.linking import Candidate as LinkCandidate
 from kgqa.programs.linking import Linker, Linking
-from kgqa.programs.question import Question
 from kgqa.programs.ranking import SCORED, Candidate, chain_words, rank, scored_order, scored_text
 from kgqa.programs.scorer import PathScorer
+from kgqa.programs.state import WalkState
 from kgqa.programs.steps import (
     EntityPrune,
     Extraction,
@@ -130,44 +130,48 @@ class KGQA(KGProgram):
         """The walk, step by step: answers, GCR-style reasoning paths and a trace of what each step did,
         what the walk spent and why it stopped. `answer=False` stops before path answer extraction and
         gives the walk's `candidates` (best first) and its `state`, errors raised: what compiling labels."""
-        with self.asking(question, deadline=deadline, errors_end_it=answer) as state:
+        with self.walking(question, deadline=deadline, errors_end_it=answer) as state:
+            ledger = state.ledger  # what the question spends: every step's outcome, calls and tokens
             if problem := question_problem(question, list(topic_entities) if topic_entities is not None else None):
                 raise Ended(StopReason.BAD_QUESTION, problem)
-            state.topics, problem = self._topics(state, topic_entities)  # the given ids, or linked (with the topic choice)
-            if not state.topics:
-                raise Ended(StopReason.NO_TOPIC_ENTITY, problem)
-            state.asked = Question(question, tuple(t.label for t in state.topics))  # its words, read once
-            state.hop_targets, state.conditions = self.plan.run(state)  # plan: what each hop reaches, conditions
-            state.votes = self._chain_votes(state)  # what training questions like it went by
+            topics = self._topics(state, topic_entities)  # the given ids, or linked (with the topic choice); none ends it
+            state.asking = state.asking.knowing(topics)  # its words, read once
+            targets, conditions = self.plan.run(state.asking, ledger)  # what each hop reaches, what the answer satisfies
+            state.asking = asking = state.asking.planned(targets, conditions, votes=self._chain_votes(state))
             frontier, hops = self._start(state)
             while True:
-                while frontier and state.depth < hops and not state.budget_hit:
+                while frontier and state.depth < hops and not ledger.budget_hit:
                     reached = self._expand(state, frontier)  # every relation of the frontier, in one query
                     if not reached.trails:  # a dead end: reflection, to resume from entities passed a hop before
-                        frontier = self.reflect.run(state, frontier)
+                        frontier = self.reflect.run(asking, ledger, frontier, seen=state.seen, depth=state.depth,
+                                                    made=state.trace.reflections)
                         state.depth -= bool(frontier)  # the hop is taken again from them
                         continue
-                    last = state.depth >= hops  # the plan's last hop: extraction chooses among its ends
-                    chosen = self.prune_relations.run(state, reached.labels, frontier, last=last)  # relation prune
+                    depth, last = state.depth, state.depth >= hops  # the plan's last hop: extraction chooses there
+                    chosen = self.prune_relations.run(asking, ledger, reached.labels, frontier, depth=depth, last=last)
                     ahead = self._beam(state, reached, chosen, last=last)  # with the beam's relations
-                    kept = self.prune_entities.run(state, ahead, last=last)  # entity prune
+                    kept = self.prune_entities.run(asking, ledger, ahead, depth=depth, last=last)  # entity prune
                     frontier = self._go_on(state, reached, kept, last=last)
-                candidates = scored_order(state, self.path_scorer, rank(state, self.embedder))  # ranked, then by the path scorer
-                shown = self.extract_answers.choices(state, candidates)  # what extraction would be shown
-                settled = self.extract_answers.skip(state, candidates, shown)  # why extraction has nothing to decide, if so
-                short = self.check_sufficiency.skip(state, candidates)  # why sufficiency has nothing to decide, if so
-                state.facts = self.filter_facts.run(state, shown, settled=settled)  # fact filter
-                state.memory = self.update_memory.run(state, candidates, short=short, settled=settled)  # memory update
-                if not self.check_sufficiency.run(state, candidates, skip=short):  # answer sufficiency: one hop more?
+                candidates = self._ranked(state)  # every end reached, ranked, then by the path scorer
+                shown = self.extract_answers.choices(asking, candidates)  # what extraction would be shown
+                settled = self.extract_answers.skip(asking, candidates, shown, sure=self.sure_at, reached=state.reached)
+                short = self.check_sufficiency.skip(asking, candidates, depth=state.depth, extensions=state.extensions)
+                state.facts = self.filter_facts.run(asking, ledger, shown, state.relations, settled=settled)
+                state.memory = self.update_memory.run(asking, ledger, candidates, state.reached, state.memory,
+                                                      short=short, settled=settled)
+                if not self.check_sufficiency.run(asking, ledger, candidates, depth=state.depth,
+                                                  extensions=state.extensions, notes=state.memory, skip=short):
                     break
                 frontier, hops = self._extend(state, candidates), hops + 1
             if not answer:
                 return dspy.Prediction(candidates=candidates, state=state)
             if not candidates:
                 raise Ended(StopReason.DEAD_END)
-            state.trace.candidates, state.trace.first_share = [c.label for c in shown], state.shares.get(shown[0].label)
-            state.final, extracted = self.extract_answers.run(state, candidates, shown, skip=settled)  # path answer extraction
-            state.final = self.value_check.run(state, state.final)  # where the question compares a value, the answers it holds for
+            state.trace.candidates, state.trace.first_share = [c.label for c in shown], shown[0].share
+            state.final, extracted = self.extract_answers.run(asking, ledger, candidates, shown, sure=self.sure_at,
+                                                              reached=state.reached, facts=state.facts, notes=state.memory,
+                                                              skip=settled)
+            state.final = self.value_check.run(asking, ledger, state.final, state.relations)  # where a value is compared
             state.stop(StopReason.CHOSEN if extracted else StopReason.PLAN_DONE)
         return self.prediction(state)
 
@@ -192,15 +196,17 @@ class KGQA(KGProgram):
         candidates, state = self.before_extraction(question, topic_entities)
         if not candidates:
             return None
-        best = candidates[: state.config.sufficiency_shown]
-        choices = self.extract_answers.choices(state, candidates)
-        topic = demo_topic(state)
+        asking = state.asking
+        best = candidates[: asking.config.sufficiency_shown]
+        choices = self.extract_answers.choices(asking, candidates)
+        topic = demo_topic(asking)
         return {
             "extraction": {"candidate_paths": [c.path for c in choices], "known_facts": list(state.facts),
                            "memory_notes": list(state.memory), "candidates": [c.label for c in choices],
                            "topic": topic},
             "sufficiency": {"best_paths": [c.path for c in best], "ends": [c.label for c in best],
-                            "cut_paths": [render.plain_path(cut, phrase=state.kg.profile.relation_phrase) if cut else None for cut in (c.trail.cut_back() for c in best)],
+                            "cut_paths": [render.plain_path(cut, phrase=asking.kg.profile.relation_phrase) if cut else None
+                                          for cut in (c.trail.cut_back() for c in best)],
                             "topic": topic},
             "scorer": {"paths": [scored_text(c) for c in candidates[:SCORED]], "candidates": [c.label for c in candidates[:SCORED]]},
         }
@@ -209,13 +215,15 @@ class KGQA(KGProgram):
         """Every candidate answer the walk reaches for `question` under the current LM, best first,
         and the ones path answer extraction would be shown (labels): what `bench.replay` compares."""
         candidates, state = self.before_extraction(question, topic_entities)
-        return [c.label for c in candidates], [c.label for c in self.extract_answers.choices(state, candidates)] if candidates else []
+        shown = self.extract_answers.choices(state.asking, candidates) if candidates else []
+        return [c.label for c in candidates], [c.label for c in shown]
 
     def link_question(self, question: str) -> tuple[Linking, Trace]:
         """A question without ids linked as the walk links it (the linker, then the topic choice),
         with the trace of it (LLM calls, the choice's outcome): what `bench.linking` scores."""
         state = self._new_state(question)
-        linking = self.linker.link(question, self.names(state.kg), graph=state.kg)
+        kg = state.asking.kg
+        linking = self.linker.link(question, self.names(kg), graph=kg)
         with dspy.track_usage() as usage:
             linking.linked = self._choose_topics(state, linking)
         state.trace.input_tokens, state.trace.output_tokens = token_totals(usage)
@@ -225,24 +233,24 @@ class KGQA(KGProgram):
         """What the topic choice would be shown for `question` asked without ids (`candidate_entities`)
         and the linker's candidates behind them (`candidates`); None when it would not be asked.
         What compiling labels with the gold topic entities."""
-        state = self._new_state(question)
-        plausible = self.linker.plausible(self.linker.link(question, self.names(state.kg), graph=state.kg))
+        asking = self._new_state(question).asking
+        plausible = self.linker.plausible(self.linker.link(question, self.names(asking.kg), graph=asking.kg))
         if len(plausible) <= 1:
             return None
-        return {"candidate_entities": self.choose_topics.labels(state, plausible), "candidates": plausible}
+        return {"candidate_entities": self.choose_topics.labels(asking, plausible), "candidates": plausible}
 
     # -- the walk's parts without an LLM call ---------------------------------------------------
 
     def _choose_topics(self, state: WalkState, linking: Linking) -> list[LinkCandidate]:
         """The topic entities among the linker's candidates: the topic choice's (`TopicChoice`)."""
-        return self.choose_topics.run(state, linking, self.linker.plausible(linking))
+        return self.choose_topics.run(state.asking, state.ledger, linking, self.linker.plausible(linking))
 
     def _chain_votes(self, state: WalkState) -> Votes:
         """The compiled chain prior's weights for this question's relation chains (`programs.chains`):
         none when the program was compiled without gold paths, or the prior is switched off."""
-        if not state.config.chain_prior:
+        if not state.asking.config.chain_prior:
             return Votes()
-        votes = self.chain_prior.votes(state.question, self.embedder.encode)
+        votes = self.chain_prior.votes(state.asking.question, self.embedder.encode)
         heaviest = sorted(votes.chains.items(), key=lambda item: -item[1])[:_LOGGED_PRIOR]
         state.trace.prior_chains = [[" -> ".join(chain), round(weight, 3)] for chain, weight in heaviest]
         return votes
@@ -250,9 +258,10 @@ class KGQA(KGProgram):
     def _start(self, state: WalkState) -> tuple[list[Trail], int]:
         """The first frontier (the topic entities, their relations fetched in one query) and the hops
         to walk: the plan's, at least `min_depth` (2 where nameless nodes are stepped through), at most `depth`."""
-        state.relations = dict(state.kg.relations(state.topic_ids).items)
-        floor = state.config.min_depth or (2 if state.kg.profile.step_through_unnamed else 1)
-        return [Trail(topic) for topic in state.topics], min(max(len(state.hop_targets), floor), state.config.depth)
+        asking = state.asking
+        state.relations = dict(asking.kg.relations(asking.topic_ids).items)
+        floor = asking.config.min_depth or (2 if asking.kg.profile.step_through_unnamed else 1)
+        return [Trail(topic) for topic in asking.topics], min(max(len(asking.hop_targets), floor), asking.config.depth)
 
     def _expand(self, state: WalkState, frontier: list[Trail]) -> Reached:
         """One hop: every relation of the frontier followed in one query (CVT nodes stepped through),
@@ -261,7 +270,7 @@ class KGQA(KGProgram):
         state.depth += 1
         missing = [t.end.id for t in frontier if t.end.id not in state.relations and not t.end.literal]
         if missing:  # entities brought back by reflection or an extension
-            state.relations.update(state.kg.relations(missing).items)
+            state.relations.update(state.asking.kg.relations(missing).items)
         steps = [(t, e, t.score) for t in frontier for e in self._onward(state, t, state.relations)]
         groups, around = self._follow(state, steps, more=True) if steps else ([], {})
         state.relations.update(around)
@@ -272,10 +281,10 @@ class KGQA(KGProgram):
                 trail = group.trail.extend(prefix + (Hop(group.edges[-1].relation, group.edges[-1].direction, node),), 1.0)
                 by_label[label].append(trail)
                 state.seen.setdefault(node.id, trail)
-        if state.depth == len(state.hop_targets):  # the plan's last hop: does its target name one relation?
-            named = named_relation(state, sorted(by_label), self.embedder)[1]
+        if state.depth == len(state.asking.hop_targets):  # the plan's last hop: does its target name one relation?
+            named = named_relation(state.asking, sorted(by_label), self.embedder, depth=state.depth)[1]
             state.named |= {t.chain for t in by_label.get(named, ())}
-        logged = {"depth": state.depth, "target": state.hop_target, "offered": sorted(by_label)[:_LOGGED_RELATIONS],
+        logged = {"depth": state.depth, "target": state.asking.hop_target(state.depth), "offered": sorted(by_label)[:_LOGGED_RELATIONS],
                   "pruned": [], "chosen": [], "edges": []}
         state.trace.walk.append(logged)
         return Reached(dict(by_label), logged)
@@ -292,7 +301,7 @@ class KGQA(KGProgram):
         reached.logged["pruned"] = list(chosen)  # the relation prune's own choice; "chosen" adds the beam's
         others = [label for label in reached.by_label if label not in chosen]
         scores = self._beam_scores(state, {label: reached.by_label[label] for label in others}) if others else {}
-        filled = sorted(others, key=lambda label: (-scores[label], label))[: max(0, state.config.beam_width - len(chosen))]
+        filled = sorted(others, key=lambda label: (-scores[label], label))[: max(0, state.asking.config.beam_width - len(chosen))]
         factors = {label: NOT_GONE_ON for label in reached.by_label} | {label: 1.0 for label in chosen} | {label: 0.5 for label in filled}
         reached.logged["chosen"] = [label for label, factor in factors.items() if factor > NOT_GONE_ON]
         reached.scored = {label: [Trail(t.topic, t.hops, t.score * factors[label]) for t in trails]
@@ -304,17 +313,20 @@ class KGQA(KGProgram):
         for the first `BEAM_TRAILS` trails the relation reached (a path to an entity on the way
         reads like one to an answer). Without: similarity of the chain's words to the question, plus
         the chain prior's weight for the chains it begins."""
-        if state.config.path_scorer and self.path_scorer.trained:
+        asking = state.asking
+        if asking.config.path_scorer and self.path_scorer.trained:
             state.trace.path_scorer = True
             trails = [(label, t) for label, reached in by_label.items() for t in reached[:BEAM_TRAILS]]
-            scored = self.path_scorer.scores(state.question, [render.plain_path(t, phrase=state.kg.profile.relation_phrase) for _, t in trails])
+            phrase = asking.kg.profile.relation_phrase
+            scored = self.path_scorer.scores(asking.question, [render.plain_path(t, phrase=phrase) for _, t in trails])
             best: dict[str, float] = {}
             for (label, _), score in zip(trails, scored):
                 best[label] = max(best.get(label, score), score)
             return best
         labels = list(by_label)
-        similar = self.embedder.similarities(state.question, [chain_words(by_label[label][0].chain, state) for label in labels])
-        return {label: s + PRIOR_WEIGHT * state.votes.prefix(by_label[label][0].relations) for label, s in zip(labels, similar)}
+        phrase = asking.kg.profile.relation_phrase
+        similar = self.embedder.similarities(asking.question, [chain_words(by_label[label][0].chain, phrase) for label in labels])
+        return {label: s + PRIOR_WEIGHT * asking.votes.prefix(by_label[label][0].relations) for label, s in zip(labels, similar)}
 
     def _go_on(self, state: WalkState, reached: Reached, kept: list[Trail], *, last: bool) -> list[Trail]:
         """Every trail reached kept as a candidate, scored by the choice (but those the entity prune
@@ -336,15 +348,31 @@ class KGQA(KGProgram):
         """The trails to go on from: one per entity, values excluded, best scores first, at most `max_frontier`."""
         frontier: dict[str, Trail] = {}
         for trail in sorted(trails, key=lambda t: -t.score):
-            if not trail.end.literal and trail.end.id not in frontier and trail.end.id not in state.topic_ids:
+            if not trail.end.literal and trail.end.id not in frontier and trail.end.id not in state.asking.topic_ids:
                 frontier[trail.end.id] = trail
-        return list(frontier.values())[: state.config.max_frontier]
+        return list(frontier.values())[: state.asking.config.max_frontier]
+
+    def _ranked(self, state: WalkState) -> list[Candidate]:
+        """Every answer reached, in the hand-set order (`programs.ranking.rank`), then the first ones
+        in the compiled path scorer's where the program has one (`scored_order`)."""
+        candidates = rank(state.asking, state.reached, self.embedder, depth=state.depth, extensions=state.extensions,
+                          named=state.named)
+        ordered = scored_order(state.asking, self.path_scorer, candidates)
+        if ordered and ordered[0].share is not None:
+            state.trace.path_scorer = True
+        return ordered
+
+    @property
+    def sure_at(self) -> float | None:
+        """The share of the path scorer's softmax at which its first candidate answers without
+        extraction: the compiled one, unless the config sets it."""
+        return self.path_scorer.sure_at if self.config.scorer_sure is None else self.config.scorer_sure
 
     def _extend(self, state: WalkState, candidates: list[Candidate]) -> list[Trail]:
         """One hop more, as sufficiency asked: the frontier is every end of the best candidates'
         relation chains, best first."""
-        state.trace.extended_hops += 1
-        best = dict.fromkeys(c.trail.chain for c in candidates[: state.config.sufficiency_shown])  # best first
+        state.extensions += 1
+        best = dict.fromkeys(c.trail.chain for c in candidates[: state.asking.config.sufficiency_shown])  # best first
         by_chain: dict[tuple, list[Trail]] = defaultdict(list)
         for trail in state.reached:
             if trail.chain in best:
@@ -358,9 +386,9 @@ class KGQA(KGProgram):
             label = render.node_label(trail.end)
             if label not in answers:
                 answers.append(label)
-                if len(paths) < state.config.answer_paths:
+                if len(paths) < state.asking.config.answer_paths:
                     paths.append(render.gcr_path(trail, label))
-        return answers[: state.config.max_answers], paths
+        return answers[: state.asking.config.max_answers], paths
 
 
 def _edge(trail: Trail, kept: bool) -> list:

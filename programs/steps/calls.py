@@ -12,10 +12,10 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 from kgqa.errors import LMUnavailable
-from kgqa.programs.base import WalkState
 from kgqa.programs.embedder import Embedder
 from kgqa.programs.question import question_shape
 from kgqa.programs.selection import select
+from kgqa.programs.state import Asking, Ledger
 from kgqa.programs.tuned import SNAP_CUTOFF
 from kgqa.signatures.choices import choices
 
@@ -28,31 +28,33 @@ class LMCalls:
     def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
 
-    def call(self, state: WalkState, predictor: dspy.Predict, *, name: str, **inputs) -> dspy.Prediction | None:
-        """One LLM call within the budget and the deadline. An answer the adapter cannot parse is
-        counted and gives None (the step falls back); an LM that did not answer raises
-        `LMUnavailable`, which ends the question (a fallback would pass for the model's answer)."""
-        if state.deadline is not None:
-            state.deadline.check()
-        if state.trace.llm_calls >= state.config.max_llm_calls:
-            state.budget_hit = True
+    def call(self, asking: Asking, ledger: Ledger, predictor: dspy.Predict, *, name: str, **inputs) -> dspy.Prediction | None:
+        """One LLM call within the budget and the deadline, counted in the `ledger`. An answer the
+        adapter cannot parse is counted and gives None (the step falls back); an LM that did not
+        answer raises `LMUnavailable`, which ends the question (a fallback would pass for the
+        model's answer)."""
+        trace = ledger.trace
+        if ledger.deadline is not None:
+            ledger.deadline.check()
+        if trace.llm_calls >= asking.config.max_llm_calls:
+            ledger.budget_hit = True
             return None
-        state.trace.llm_calls += 1
+        trace.llm_calls += 1
         with dspy.track_usage() as usage:  # rolled up into the question's total as well
             try:
-                return predictor(**inputs, demos=self.shown_demos(state, predictor))
+                return predictor(**inputs, demos=self.shown_demos(asking, predictor))
             except AdapterParseError as exc:  # the LM answered, but not in the signature's shape
                 log.info("%s: unparseable reply: %s", predictor.signature.__name__, str(exc)[:200])
-                state.trace.parse_failures += 1
-                state.dropped.append(f"{type(exc).__name__}: {str(exc)[:200]}")
+                trace.parse_failures += 1
+                ledger.dropped.append(f"{type(exc).__name__}: {str(exc)[:200]}")
                 return None
             except Exception as exc:  # the LM did not answer: connection, timeout, server error, engine
-                state.trace.llm_failures += 1
+                trace.llm_failures += 1
                 raise lm_unavailable(exc) from exc
             finally:
-                state.trace.count_call(name, usage)
+                trace.count_call(name, usage)
 
-    def choice(self, state: WalkState, predictor: dspy.Predict, *, name: str, chosen: str, candidates: list[str],
+    def choice(self, asking: Asking, ledger: Ledger, predictor: dspy.Predict, *, name: str, chosen: str, candidates: list[str],
                limit: int, at_least: int = 0, **inputs) -> list[str] | None:
         """One call whose `chosen` output is typed as `at_least` to `limit` of `candidates`, its
         choice checked against them (near misses snapped, the rest counted as dropped): the
@@ -60,15 +62,15 @@ class LMCalls:
         (unparseable, nothing valid). `inputs` are the predictor's inputs, however they show the
         candidates."""
         signature = predictor.signature.with_updated_fields(chosen, type_=choices(candidates, at_least=at_least, at_most=limit))
-        out = self.call(state, predictor, name=name, signature=signature, **inputs)
+        out = self.call(asking, ledger, predictor, name=name, signature=signature, **inputs)
         outputs = getattr(out, chosen, None) if out is not None else None
         if outputs == []:  # the model's answer is "none of these"
             return []
         selection = select(outputs if isinstance(outputs, list) else [], candidates, cutoff=SNAP_CUTOFF, limit=limit)
-        state.dropped += selection.dropped
+        ledger.dropped += selection.dropped
         return selection.kept or None
 
-    def pick(self, state: WalkState, predictor: dspy.Predict, *, name: str, offered: str, chosen: str,
+    def pick(self, asking: Asking, ledger: Ledger, predictor: dspy.Predict, *, name: str, offered: str, chosen: str,
              candidates: list[str], limit: int, query: str, **inputs) -> tuple[list[tuple[str, float]], bool]:
         """Ranked (candidate, score) choices, and whether they fell back: no call for 0 or 1
         candidate, a similarity cut above `max_candidates`, the model's checked choice, and the
@@ -77,31 +79,31 @@ class LMCalls:
         name the predictor's candidate input and choice output."""
         if len(candidates) <= 1:
             return [(c, 1.0) for c in candidates], False
-        if len(candidates) > state.config.max_candidates:
-            candidates = self.embedder.top(query, candidates, state.config.max_candidates)
-        kept = self.choice(state, predictor, name=name, chosen=chosen, candidates=candidates, limit=limit,
+        if len(candidates) > asking.config.max_candidates:
+            candidates = self.embedder.top(query, candidates, asking.config.max_candidates)
+        kept = self.choice(asking, ledger, predictor, name=name, chosen=chosen, candidates=candidates, limit=limit,
                            **inputs, **{offered: candidates})
         if kept is not None:  # the model's choice, "none of these" included
             return [(c, 1.0 / (1 + rank)) for rank, c in enumerate(kept)], False
         return [(c, 0.5 / (1 + rank)) for rank, c in enumerate(self.embedder.top(query, candidates, limit))], True
 
-    def shown_demos(self, state: WalkState, predictor: dspy.Predict) -> list:
+    def shown_demos(self, asking: Asking, predictor: dspy.Predict) -> list:
         """The predictor's demos, or, when it holds more than `demos_per_call`, the ones whose
         questions are nearest this one in shape (topic entities blanked out, so "who directed
         [Heat]" is near "who directed [Alien]", not near "who starred in [Heat]"), nearest last,
         next to the question; each listing at most `demo_choices` of the candidates it was offered."""
-        pool, k = predictor.demos, state.config.demos_per_call
+        pool, k = predictor.demos, asking.config.demos_per_call
         if len(pool) > k:
-            shape = question_shape(state.question, [t.label for t in state.topics])
+            shape = question_shape(asking.question, [t.label for t in asking.topics])
             shapes = [_demo_shape(str(demo.get("question", "")), str(demo.get("topic", ""))) for demo in pool]
             pool = [pool[i] for i in reversed(self.embedder.rank(shape, shapes)[:k])]
-        return [_shortened(demo, list(predictor.signature.output_fields), state.config.demo_choices) for demo in pool]
+        return [_shortened(demo, list(predictor.signature.output_fields), asking.config.demo_choices) for demo in pool]
 
 
 class NoLM(LMCalls):
     """No LM at all: no call is made, and every step falls back to its choice by similarity."""
 
-    def call(self, state: WalkState, predictor: dspy.Predict, *, name: str, **inputs) -> None:
+    def call(self, asking: Asking, ledger: Ledger, predictor: dspy.Predict, *, name: str, **inputs) -> None:
         return None
 
 
@@ -118,9 +120,9 @@ def lm_unavailable(failure: BaseException) -> LMUnavailable:
     return LMUnavailable(f"the LM {name} did not answer: {type(root).__name__}: {str(root)[:300]}")
 
 
-def demo_topic(state: WalkState) -> str:
+def demo_topic(asking: Asking) -> str:
     """A question's topic names as a demo keeps them, for matching by shape (`_demo_shape` splits them)."""
-    return ", ".join(dict.fromkeys(t.label for t in state.topics))
+    return ", ".join(asking.topic_names)
 
 
 def _shortened(demo, outputs: Sequence[str], most: int):

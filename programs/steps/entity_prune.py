@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kgqa.programs import render
-from kgqa.programs.base import WalkState
+from kgqa.programs.state import Asking, Ledger
 from kgqa.programs.steps.step import LMStep, Outcome
 from kgqa.programs.trails import Trail
 from kgqa.signatures import PruneEntities
@@ -16,26 +16,27 @@ class EntityPrune(LMStep):
 
     name, usage, signature = "entity_prune", "prune_entities", PruneEntities
 
-    def skip(self, state: WalkState, trails: list[Trail], *, last: bool) -> str | None:
+    def skip(self, asking: Asking, trails: list[Trail], *, depth: int, last: bool) -> str | None:
+        """`trails`: what the hop's chosen relations reached; `depth`: the hop; `last`: the plan's last."""
         if last:
-            return f"hop {state.depth} is the plan's last"
-        if not state.config.entity_prune:
+            return f"hop {depth} is the plan's last"
+        if not asking.config.entity_prune:
             return "switched off: every entity"
-        if not state.conditions:
+        if not asking.conditions:
             return "the plan sets no condition"
         named = _named(trails)
-        if len(named) <= state.config.entities_per_relation:
+        if len(named) <= asking.config.entities_per_relation:
             return f"{len(named)} entities to go on from"
         return None
 
-    def skipped(self, state: WalkState, trails: list[Trail], *, last: bool) -> list[Trail]:
+    def skipped(self, asking: Asking, trails: list[Trail], *, depth: int, last: bool) -> list[Trail]:
         return trails
 
-    def forward(self, state: WalkState, trails: list[Trail], *, last: bool) -> Outcome:
+    def forward(self, asking: Asking, ledger: Ledger, trails: list[Trail], *, depth: int, last: bool) -> Outcome:
         picked, fell_back = self.pick(
-            state, offered="candidate_entities", chosen="entities_to_keep", candidates=_named(trails),
-            limit=state.config.entities_per_relation, query=state.query,
-            question=state.question, conditions=state.conditions,
+            asking, ledger, offered="candidate_entities", chosen="entities_to_keep", candidates=_named(trails),
+            limit=asking.config.entities_per_relation, query=asking.query,
+            question=asking.question, conditions=list(asking.conditions),
             relation_walked=render.several(list(dict.fromkeys(render.compound_label([h.edge for h in t.hops]) for t in trails))),
         )
         kept = {label for label, _ in picked}

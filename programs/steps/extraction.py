@@ -6,8 +6,8 @@ from collections import Counter
 
 from kgqa.kg import KGProfile
 from kgqa.programs import render
-from kgqa.programs.base import WalkState
 from kgqa.programs.ranking import Candidate
+from kgqa.programs.state import Asking, Ledger
 from kgqa.programs.steps.step import LMStep, Outcome
 from kgqa.programs.trails import Trail
 from kgqa.signatures import ExtractAnswers
@@ -24,41 +24,47 @@ class Extraction(LMStep):
 
     name, usage, signature = "extraction", "extract_answers", ExtractAnswers
 
-    def choices(self, state: WalkState, candidates: list[Candidate]) -> list[Candidate]:
+    def choices(self, asking: Asking, candidates: list[Candidate]) -> list[Candidate]:
         """The candidates extraction chooses among (and the fact filter reads about): the first
         `choices_shown` ranked, at most `choices_per_chain` of one relation chain while other
         chains' candidates wait."""
-        return chains_spread(candidates, state.config.choices_shown, state.config.choices_per_chain)
+        return chains_spread(candidates, asking.config.choices_shown, asking.config.choices_per_chain)
 
-    def skip(self, state: WalkState, candidates: list[Candidate], shown: list[Candidate]) -> str | None:
+    def skip(self, asking: Asking, candidates: list[Candidate], shown: list[Candidate], *, sure: float | None,
+             reached: list[Trail], facts: list[str] = (), notes: list[str] = ()) -> str | None:
         """Why extraction has nothing to decide among the answers `shown` (the first ranked then
-        answers, with the other ends of its chain); None when it asks the model."""
-        if not state.config.extraction:
+        answers, with the other ends of its chain); None when it asks the model. `sure`: the share
+        of the path scorer's softmax at which its first answers alone (none where it was fitted on too few)."""
+        if not asking.config.extraction:
             return "switched off: the first ranked"
         if not shown:
             return "nothing reached"
-        share = state.shares.get(shown[0].label)  # none where the scorer did not order the candidates
-        if share is not None and state.sure is not None and state.sure < 1.0 and share >= state.sure:
-            return f"the path scorer is sure of the first ({share:.2f} of its softmax, at least {state.sure:.2f}): it answers"
+        share = shown[0].share  # none where the scorer did not order the candidates
+        if share is not None and sure is not None and sure < 1.0 and share >= sure:
+            return f"the path scorer is sure of the first ({share:.2f} of its softmax, at least {sure:.2f}): it answers"
         if len({c.trail.relations for c in shown}) == 1:
             return "one relation chain: every end answers"
-        if _plain_answer(state, shown[0]):
+        if _plain_answer(asking, shown[0]):
             return ("the best path goes by the relation the plan's last hop names, every topic entity reaches it and "
                     "the question sets no condition: every end of it answers")
         return None
 
-    def skipped(self, state: WalkState, candidates: list[Candidate], shown: list[Candidate]) -> tuple[list[Trail], bool]:
-        return _with_chains(state, candidates, shown[:1]), False
+    def skipped(self, asking: Asking, candidates: list[Candidate], shown: list[Candidate], *, sure: float | None,
+                reached: list[Trail], facts: list[str] = (), notes: list[str] = ()) -> tuple[list[Trail], bool]:
+        return _with_chains(asking, reached, candidates, shown[:1]), False
 
-    def forward(self, state: WalkState, candidates: list[Candidate], shown: list[Candidate]) -> Outcome:
+    def forward(self, asking: Asking, ledger: Ledger, candidates: list[Candidate], shown: list[Candidate], *, sure: float | None,
+                reached: list[Trail], facts: list[str] = (), notes: list[str] = ()) -> Outcome:
+        """The model's choice among the answers `shown`, reading their paths, the kept `facts` and
+        the memory `notes`; each chosen one brings the other ends of its chain among the trails `reached`."""
         labels = [c.label for c in shown]
-        kept = self.choose(state, chosen="extracted_answers", candidates=labels, at_least=1, limit=state.config.answers_chosen,
-                           question=state.question, candidate_paths=[c.path for c in shown], known_facts=state.facts,
-                           memory_notes=state.memory)
+        kept = self.choose(asking, ledger, chosen="extracted_answers", candidates=labels, at_least=1,
+                           limit=asking.config.answers_chosen, question=asking.question,
+                           candidate_paths=[c.path for c in shown], known_facts=list(facts), memory_notes=list(notes))
         if not kept:  # an LM that takes no schema may still answer "none"
             why = f"{'no answer chosen' if kept == [] else 'no usable choice'}: the first ranked"
-            return Outcome((_with_chains(state, candidates, shown[:1]), False), "fell_back", why)
-        return Outcome((_with_chains(state, candidates, [shown[labels.index(label)] for label in kept]), True))
+            return Outcome((_with_chains(asking, reached, candidates, shown[:1]), False), "fell_back", why)
+        return Outcome((_with_chains(asking, reached, candidates, [shown[labels.index(label)] for label in kept]), True))
 
 
 def chains_spread(candidates: list[Candidate], shown: int, per_chain: int) -> list[Candidate]:
@@ -98,23 +104,22 @@ def _inverse_kinds(a: str, b: str, inverse: dict[str, str], profile: KGProfile) 
     return a in inverse and inverse[a] == inverse.get(b) and kind(a) != kind(b)
 
 
-def _with_chains(state: WalkState, candidates: list[Candidate], chosen: list[Candidate]) -> list[Trail]:
-    """The chosen answers' trails, each followed by the other ends of its relation chain that as
-    many topic entities reach, in rank order."""
+def _with_chains(asking: Asking, reached: list[Trail], candidates: list[Candidate], chosen: list[Candidate]) -> list[Trail]:
+    """The chosen answers' trails, each followed by the other ends of its relation chain (among the
+    trails `reached`) that as many topic entities reach, in rank order."""
     rank = {c.label: i for i, c in enumerate(candidates)}
     topics = {c.label: c.topics for c in candidates}
-    inverse = state.kg.inverse_relations() if state.config.inverse_chains else {}
+    kg = asking.kg
+    inverse = kg.inverse_relations() if asking.config.inverse_chains else {}
     final = [c.trail for c in chosen]
     for c in chosen:
-        same = [t for t in state.reached if same_chain(t, c.trail, inverse, state.kg.profile) and render.node_label(t.end) in rank
+        same = [t for t in reached if same_chain(t, c.trail, inverse, kg.profile) and render.node_label(t.end) in rank
                 and topics[render.node_label(t.end)] >= c.topics]
         final += sorted(same, key=lambda t: rank[render.node_label(t.end)])
     return final
 
 
-def _plain_answer(state: WalkState, best: Candidate) -> bool:
+def _plain_answer(asking: Asking, best: Candidate) -> bool:
     """The best candidate is reached by the relation the plan's last hop names, from every topic
     entity, and the question sets no condition to check."""
-    every = len({t.label for t in state.topics})
-    return (state.on_named_chain(best.trail) and best.topics == every
-            and not state.conditions and not state.asked.names_values)
+    return best.named and best.topics == len(asking.topic_names) and not asking.conditions and not asking.analysis.names_values

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from kgqa.kg import Step
 from kgqa.programs import render
-from kgqa.programs.base import WalkState
 from kgqa.programs.ranking import Candidate
+from kgqa.programs.state import Asking, Ledger
 from kgqa.programs.steps.step import LMStep, Outcome
 from kgqa.programs.tuned import VALUES_PER_FACT
 from kgqa.signatures import FilterFacts
@@ -19,46 +19,48 @@ class FactFilter(LMStep):
 
     name, usage, signature = "fact_filter", "filter_facts", FilterFacts
 
-    def skip(self, state: WalkState, shown: list[Candidate], *, settled: str | None) -> str | None:
-        if not state.config.fact_filter:
+    def skip(self, asking: Asking, shown: list[Candidate], relations: dict, *, settled: str | None) -> str | None:
+        """`relations`: the edges around each entity, as the walk fetched them."""
+        if not asking.config.fact_filter:
             return "switched off"
-        if not state.conditions and not state.asked.names_values:
+        if not asking.conditions and not asking.analysis.names_values:
             return "the question sets no condition"
         if settled:
             return f"no step reads the facts: extraction is skipped ({settled})"
         return None
 
-    def skipped(self, state: WalkState, shown: list[Candidate], *, settled: str | None) -> list[str]:
+    def skipped(self, asking: Asking, shown: list[Candidate], relations: dict, *, settled: str | None) -> list[str]:
         return []
 
-    def forward(self, state: WalkState, shown: list[Candidate], *, settled: str | None) -> Outcome:
-        offered = self.facts(state, shown)
+    def forward(self, asking: Asking, ledger: Ledger, shown: list[Candidate], relations: dict, *, settled: str | None) -> Outcome:
+        offered = self.facts(asking, shown, relations)
         if not offered:
             return Outcome([], "skipped", "no facts about the candidates")
         if len(offered) == 1:
             return Outcome(list(offered), "skipped", "one fact about the candidates: it is kept", {"facts": list(offered)})
         picked, fell_back = self.pick(
-            state, offered="candidate_facts", chosen="relevant_facts", candidates=offered,
-            limit=state.config.facts_kept, query=state.query, question=state.question, conditions=state.conditions,
+            asking, ledger, offered="candidate_facts", chosen="relevant_facts", candidates=offered,
+            limit=asking.config.facts_kept, query=asking.query, question=asking.question, conditions=list(asking.conditions),
         )
         kept = [fact for fact, _ in picked]
         return Outcome(kept, "fell_back" if fell_back else "ran", traced={"facts": list(kept)})
 
-    def facts(self, state: WalkState, shown: list[Candidate]) -> list[str]:
+    def facts(self, asking: Asking, shown: list[Candidate], relations: dict) -> list[str]:
         """Facts about the shown candidates, 'candidate | relation | value', most like the question
         first, `facts_shown` at most: every relation of each (but the one its trail arrived by) to
         values or named entities, up to a few values each."""
+        kg, config = asking.kg, asking.config
         entities = {c.trail.end.id: c for c in shown if not c.trail.end.literal}
         steps = [Step(entity, e.relation, e.direction) for entity, c in entities.items()
-                 for e in state.relations.get(entity, ()) if e != (c.trail.arrival.reversed if c.trail.arrival else None)]
+                 for e in relations.get(entity, ()) if e != (c.trail.arrival.reversed if c.trail.arrival else None)]
         if not steps:
             return []
-        fanout = state.kg.follow(steps, relations=False)
+        fanout = kg.follow(steps, relations=False)
         facts = []
         for step in steps:
-            values = [render.node_label(n) for n in fanout[step] if (n.literal or n.name) and n.id not in state.topic_ids]
+            values = [render.node_label(n) for n in fanout[step] if (n.literal or n.name) and n.id not in asking.topic_ids]
             if values:
                 facts.append(render.fact(entities[step.entity].label, step.relation, values[:VALUES_PER_FACT],
-                                         phrase=state.kg.profile.relation_phrase))
+                                         phrase=kg.profile.relation_phrase))
         facts = list(dict.fromkeys(facts))
-        return self.embedder.top(state.query, facts, state.config.facts_shown) if len(facts) > state.config.facts_shown else facts
+        return self.embedder.top(asking.query, facts, config.facts_shown) if len(facts) > config.facts_shown else facts

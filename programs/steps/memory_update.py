@@ -7,9 +7,10 @@ from typing import Annotated
 import pydantic
 
 from kgqa.programs import render
-from kgqa.programs.base import WalkState
 from kgqa.programs.ranking import Candidate
+from kgqa.programs.state import Asking, Ledger
 from kgqa.programs.steps.step import LMStep, Outcome
+from kgqa.programs.trails import Trail
 from kgqa.programs.tuned import NOTE_CHARS
 from kgqa.signatures import UpdateMemory
 
@@ -24,10 +25,12 @@ class MemoryUpdate(LMStep):
 
     name, usage, signature = "memory_update", "update_memory", UpdateMemory
 
-    def skip(self, state: WalkState, candidates: list[Candidate], *, short: str | None, settled: str | None) -> str | None:
-        if not state.config.memory_update:
+    def skip(self, asking: Asking, candidates: list[Candidate], reached: list[Trail], notes: list[str], *,
+             short: str | None, settled: str | None) -> str | None:
+        """`reached`: the walk's trails; `notes`: the notes so far, updated or kept."""
+        if not asking.config.memory_update:
             return "switched off"
-        if len(_names(state)) < 2:
+        if len(asking.topic_names) < 2:
             return "the question names one entity"
         if short and settled:
             return f"no step reads the notes: sufficiency is skipped ({short}), extraction too ({settled})"
@@ -36,28 +39,27 @@ class MemoryUpdate(LMStep):
                     "each entity's note could only repeat its own paths, which extraction is shown")
         return None
 
-    def skipped(self, state: WalkState, candidates: list[Candidate], *, short: str | None, settled: str | None) -> list[str]:
-        return state.memory
+    def skipped(self, asking: Asking, candidates: list[Candidate], reached: list[Trail], notes: list[str], *,
+                short: str | None, settled: str | None) -> list[str]:
+        return notes
 
-    def forward(self, state: WalkState, candidates: list[Candidate], *, short: str | None, settled: str | None) -> Outcome:
-        names = _names(state)
+    def forward(self, asking: Asking, ledger: Ledger, candidates: list[Candidate], reached: list[Trail], notes: list[str], *,
+                short: str | None, settled: str | None) -> Outcome:
+        names = asking.topic_names
         rank = {c.label: i for i, c in enumerate(candidates)}
-        reached = {name: [t for t in state.reached if t.topic.label == name and render.node_label(t.end) in rank] for name in names}
+        by_name = {name: [t for t in reached if t.topic.label == name and render.node_label(t.end) in rank] for name in names}
         evidence = []
-        for trails in reached.values():
+        for trails in by_name.values():
             ranked = sorted(trails, key=lambda t: rank[render.node_label(t.end)])
-            evidence += list(dict.fromkeys(render.plain_path(t, phrase=state.kg.profile.relation_phrase) for t in ranked))[: state.config.sufficiency_shown]
+            paths = dict.fromkeys(render.plain_path(t, phrase=asking.kg.profile.relation_phrase) for t in ranked)
+            evidence += list(paths)[: asking.config.sufficiency_shown]
         signature = self.predict.signature.with_updated_fields(
             "memory_notes", type_=Annotated[list[str], pydantic.Field(max_length=len(names))])
-        out = self.ask(state, signature=signature, question=state.question, plan=state.hop_targets,
-                       memory=state.memory, new_evidence=evidence)
-        notes = [n.strip()[:NOTE_CHARS] for n in (getattr(out, "memory_notes", None) or []) if isinstance(n, str) and n.strip()]
-        if notes:
-            return Outcome(notes[: len(names)], traced={"memory": notes[: len(names)]})
+        out = self.ask(asking, ledger, signature=signature, question=asking.question, plan=list(asking.hop_targets),
+                       memory=list(notes), new_evidence=evidence)
+        kept = [n.strip()[:NOTE_CHARS] for n in (getattr(out, "memory_notes", None) or []) if isinstance(n, str) and n.strip()]
+        if kept:
+            return Outcome(kept[: len(names)], traced={"memory": kept[: len(names)]})
         reaches = [f"{name} reaches {render.several([render.node_label(t.end) for t in trails]) or 'nothing'}"
-                   for name, trails in reached.items()]
+                   for name, trails in by_name.items()]
         return Outcome(reaches, "fell_back", "no usable notes: what each entity reaches", {"memory": list(reaches)})
-
-
-def _names(state: WalkState) -> list[str]:
-    return list(dict.fromkeys(t.label for t in state.topics))

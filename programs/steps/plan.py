@@ -8,8 +8,8 @@ from typing import Annotated
 import pydantic
 
 from kgqa.programs import render
-from kgqa.programs.base import WalkState
 from kgqa.programs.question import end_at_answer, start_after_topic
+from kgqa.programs.state import Asking, Ledger
 from kgqa.programs.steps.step import LMStep, Outcome, Step
 from kgqa.programs.tuned import CONDITIONS
 from kgqa.signatures import Plan
@@ -24,17 +24,17 @@ class Planning(LMStep):
 
     name, usage, signature = "plan", "plan", Plan
 
-    def forward(self, state: WalkState) -> Outcome:
-        depth = state.config.depth
+    def forward(self, asking: Asking, ledger: Ledger) -> Outcome:
+        depth = asking.config.depth
         signature = self.predict.signature.with_updated_fields(
             "hop_targets", type_=Annotated[list[str], pydantic.Field(min_length=1, max_length=depth)])
-        out = self.ask(state, signature=signature, question=state.question,
-                       topic=render.several([t.label for t in state.topics]))
+        out = self.ask(asking, ledger, signature=signature, question=asking.question,
+                       topic=render.several([t.label for t in asking.topics]))
         targets = [t.strip() for t in (out.hop_targets if out else []) if isinstance(t, str) and t.strip()]
         conditions = [c.strip() for c in (out.answer_constraints if out else []) if isinstance(c, str) and c.strip()]
         topic_kind, answer_kind = (getattr(out, name, "") if out else "" for name in ("topic_kind", "answer_kind"))
-        log.debug("plan for %r: %s -> %s, hops %s, conditions %s", state.question, topic_kind, answer_kind, targets, conditions)
-        planned = (end_at_answer(start_after_topic(targets, topic_kind), answer_kind)[:depth] or [state.question],
+        log.debug("plan for %r: %s -> %s, hops %s, conditions %s", asking.question, topic_kind, answer_kind, targets, conditions)
+        planned = (end_at_answer(start_after_topic(targets, topic_kind), answer_kind)[:depth] or [asking.question],
                    conditions[:CONDITIONS])
         raw = {"raw_plan": {"topic_kind": topic_kind, "answer_kind": answer_kind, "hop_targets": targets}}
         return Outcome(planned, traced=raw) if targets else Outcome(planned, "fell_back", "no usable plan: one hop", raw)
@@ -45,8 +45,8 @@ class DepthPlan(Step):
 
     name = "plan"
 
-    def skip(self, state: WalkState) -> str:
-        return f"no LM: {state.config.depth} hops"
+    def skip(self, asking: Asking) -> str:
+        return f"no LM: {asking.config.depth} hops"
 
-    def skipped(self, state: WalkState) -> tuple[list[str], list[str]]:
-        return [state.question] * state.config.depth, []
+    def skipped(self, asking: Asking) -> tuple[list[str], list[str]]:
+        return [asking.question] * asking.config.depth, []

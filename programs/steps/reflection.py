@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kgqa.programs import render
-from kgqa.programs.base import WalkState
+from kgqa.programs.state import Asking, Ledger
 from kgqa.programs.steps.step import LMStep, Outcome
 from kgqa.programs.trails import Trail
 from kgqa.signatures import Reflect
@@ -16,37 +16,38 @@ class Reflection(LMStep):
 
     name, usage, signature = "reflection", "reflect", Reflect
 
-    def run(self, state: WalkState, dead_end: list[Trail]) -> list[Trail]:
-        """The trails to resume from after the `dead_end`, chosen among `earlier`'s."""
-        return super().run(state, dead_end, earlier(state, dead_end))
+    def run(self, asking: Asking, ledger: Ledger, dead_end: list[Trail], *, seen: dict[str, Trail], depth: int,
+            made: int) -> list[Trail]:
+        """The trails to resume from after the `dead_end` at hop `depth`, chosen among the entities
+        passed a hop before (`earlier`, of the walk's first trail to each entity, `seen`); `made`:
+        the reflections made so far for the question."""
+        return super().run(asking, ledger, dead_end, earlier(seen, dead_end, depth), made=made)
 
-    def skip(self, state: WalkState, dead_end: list[Trail], earlier: dict[str, Trail]) -> str | None:
-        if state.trace.reflections >= state.config.max_reflections:
-            return f"{state.trace.reflections} reflections made: the walk stops here"
+    def skip(self, asking: Asking, dead_end: list[Trail], earlier: dict[str, Trail], *, made: int) -> str | None:
+        if made >= asking.config.max_reflections:
+            return f"{made} reflections made: the walk stops here"
         if not earlier:
             return "no entity passed a hop before: the walk stops here"
-        if len(earlier) == 1:
-            return "one entity passed a hop before: the walk resumes from it"
         return None
 
-    def skipped(self, state: WalkState, dead_end: list[Trail], earlier: dict[str, Trail]) -> list[Trail]:
-        if len(earlier) != 1 or state.trace.reflections >= state.config.max_reflections:
-            return []
-        state.trace.reflections += 1
-        return list(earlier.values())
+    def skipped(self, asking: Asking, dead_end: list[Trail], earlier: dict[str, Trail], *, made: int) -> list[Trail]:
+        return []
 
-    def forward(self, state: WalkState, dead_end: list[Trail], earlier: dict[str, Trail]) -> Outcome:
-        state.trace.reflections += 1
+    def forward(self, asking: Asking, ledger: Ledger, dead_end: list[Trail], earlier: dict[str, Trail], *, made: int) -> Outcome:
+        if len(earlier) == 1:
+            return Outcome(list(earlier.values()), "skipped", "one entity passed a hop before: the walk resumes from it",
+                           {"reflections": made + 1})
         picked, fell_back = self.pick(
-            state, offered="earlier_entities", chosen="entities_to_resume", candidates=list(earlier),
-            limit=state.config.beam_width, query=state.question, question=state.question, plan=state.hop_targets,
+            asking, ledger, offered="earlier_entities", chosen="entities_to_resume", candidates=list(earlier),
+            limit=asking.config.beam_width, query=asking.question, question=asking.question, plan=list(asking.hop_targets),
             dead_end=render.several([render.node_label(t.end) for t in dead_end]),
         )
-        return Outcome([earlier[label] for label, _ in picked], "fell_back" if fell_back else "ran")
+        return Outcome([earlier[label] for label, _ in picked], "fell_back" if fell_back else "ran",
+                       traced={"reflections": made + 1})
 
 
-def earlier(state: WalkState, dead_end: list[Trail]) -> dict[str, Trail]:
-    """The entities the walk passed one hop before the dead end and has not stood on, by label."""
+def earlier(seen: dict[str, Trail], dead_end: list[Trail], depth: int) -> dict[str, Trail]:
+    """The entities the walk passed one hop before the dead end at hop `depth` and has not stood on, by label."""
     stood = {t.end.id for t in dead_end}
-    return {render.node_label(t.end): t for e, t in state.seen.items()
-            if e not in stood and t.steps == state.depth - 1 and not t.end.literal}
+    return {render.node_label(t.end): t for e, t in seen.items()
+            if e not in stood and t.steps == depth - 1 and not t.end.literal}

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from kgqa.programs import render
-from kgqa.programs.base import WalkState
 from kgqa.programs.config import WalkConfig
 from kgqa.programs.embedder import Embedder
 from kgqa.programs.question import hop_relation
+from kgqa.programs.state import Asking, Ledger
 from kgqa.programs.steps.step import LMStep, Outcome
 from kgqa.programs.trails import Trail
 from kgqa.programs.tuned import CLEAR_MARGIN
@@ -21,42 +21,45 @@ class RelationPrune(LMStep):
 
     name, usage, signature = "relation_prune", "prune_relations", PruneRelations
 
-    def skip(self, state: WalkState, labels: list[str], frontier: list[Trail], *, last: bool) -> str | None:
+    def skip(self, asking: Asking, labels: list[str], frontier: list[Trail], *, depth: int, last: bool) -> str | None:
+        """`labels`: the relations the hop reached things by; `frontier`: the trails it went from;
+        `depth`: the hop; `last`: the plan's last."""
         if last:
-            return f"hop {state.depth} is the plan's last: extraction chooses among its ends"
-        if not state.config.relation_prune:
+            return f"hop {depth} is the plan's last: extraction chooses among its ends"
+        if not asking.config.relation_prune:
             return "switched off: the chains most like the question"
         if len(labels) <= 1:
             return f"{len(labels)} relation reached"
         return None
 
-    def skipped(self, state: WalkState, labels: list[str], frontier: list[Trail], *, last: bool) -> list[str]:
-        return [] if last or not state.config.relation_prune else labels  # the one relation reached
+    def skipped(self, asking: Asking, labels: list[str], frontier: list[Trail], *, depth: int, last: bool) -> list[str]:
+        return [] if last or not asking.config.relation_prune else labels  # the one relation reached
 
-    def forward(self, state: WalkState, labels: list[str], frontier: list[Trail], *, last: bool) -> Outcome:
-        target = state.hop_target
-        ranked, named = named_relation(state, labels, self.embedder)
+    def forward(self, asking: Asking, ledger: Ledger, labels: list[str], frontier: list[Trail], *, depth: int, last: bool) -> Outcome:
+        target = asking.hop_target(depth)
+        ranked, named = named_relation(asking, labels, self.embedder, depth=depth)
         if named:
             return Outcome([named], "skipped", f"the hop's target {target!r} names its relation")
+        hops = max(depth, len(asking.hop_targets))
         picked, fell_back = self.pick(
-            state, offered="candidate_relations", chosen="relations_to_follow", candidates=ranked,
-            limit=state.config.relations_per_entity, query=f"{target} {state.question}",
-            question=state.question, plan=state.hop_targets, hop=f"hop {state.depth} of {max(state.depth, len(state.hop_targets))}: {target}",
+            asking, ledger, offered="candidate_relations", chosen="relations_to_follow", candidates=ranked,
+            limit=asking.config.relations_per_entity, query=f"{target} {asking.question}",
+            question=asking.question, plan=list(asking.hop_targets), hop=f"hop {depth} of {hops}: {target}",
             entity=render.several([render.node_label(t.end) for t in frontier]),
         )
         return Outcome([label for label, _ in picked], "fell_back" if fell_back else "ran")
 
 
-def named_relation(state: WalkState, labels: list[str], embedder: Embedder) -> tuple[list[str], str | None]:
-    """The relations ranked by similarity to the hop's target, and the one it clearly names
+def named_relation(asking: Asking, labels: list[str], embedder: Embedder, *, depth: int) -> tuple[list[str], str | None]:
+    """The relations ranked by similarity to hop `depth`'s target, and the one it clearly names
     ("movie (directed by)" -> directed_by), if one is similar enough and ahead of the next. A
     target that spells its relation words in parentheses is compared by them ("movie (written
     by)": "written by", not the "movie" that directed_by fits as well), and a target names a
     relation, not its direction: directions are left out of the comparison."""
-    words = [state.kg.profile.relation_words(label.replace(" (reverse)", "")) for label in labels]
-    scores = dict(zip(labels, embedder.similarities(hop_relation(state.hop_target), words)))
+    words = [asking.kg.profile.relation_words(label.replace(" (reverse)", "")) for label in labels]
+    scores = dict(zip(labels, embedder.similarities(hop_relation(asking.hop_target(depth)), words)))
     ranked = sorted(labels, key=lambda label: (-scores[label], label))
-    return ranked, ranked[0] if _clear(ranked, scores, state.config) else None
+    return ranked, ranked[0] if _clear(ranked, scores, asking.config) else None
 
 
 def _clear(ranked: list[str], scores: dict[str, float], config: WalkConfig) -> bool:

@@ -1,9 +1,11 @@
 """A step of the walk: one `dspy.Module` that says why it has nothing to decide, or decides.
 
-The walk runs each step through `Step.run`, which records the outcome in the trace (ran; skipped,
-and why; fell back, and why; what the step shows of its work) and counts the fallbacks, so no step
-keeps its own bookkeeping. An `LMStep` holds its one predictor (`predict`) and asks the LM through
-the program's `LMCalls`."""
+A step reads the question as the walk knows it (`Asking`, frozen) and the inputs it is handed, and
+nothing else. The walk runs each step through `Step.run`, which records the outcome in the
+question's `Ledger` (ran; skipped, and why; fell back, and why; what the step shows of its work)
+and counts the fallbacks, so no step keeps its own bookkeeping. An `LMStep` holds its one
+predictor (`predict`) and asks the LM through the program's `LMCalls`, which count the call in
+the ledger."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from typing import Any, ClassVar
 
 import dspy
 
-from kgqa.programs.base import WalkState
+from kgqa.programs.state import Asking, Ledger
 from kgqa.programs.steps.calls import LMCalls
 
 STATUSES = ("ran", "skipped", "fell_back")
@@ -37,32 +39,33 @@ class Outcome:
 
 class Step(dspy.Module):
     """One step of the walk. `skip` says why it has nothing to decide for its inputs (None: it
-    decides), `skipped` is what it gives then, and `forward` decides, returning an `Outcome`."""
+    decides), `skipped` is what it gives then, and `forward` decides, returning an `Outcome`; the
+    three take the same inputs, and `forward` the ledger its LM calls are counted in too."""
 
     name: ClassVar[str]  # the step's name in the trace and in `WalkConfig`'s switches
 
-    def skip(self, state: WalkState, *inputs: Any, **options: Any) -> str | None:
+    def skip(self, asking: Asking, *inputs: Any, **options: Any) -> str | None:
         return None
 
-    def skipped(self, state: WalkState, *inputs: Any, **options: Any) -> Any:
+    def skipped(self, asking: Asking, *inputs: Any, **options: Any) -> Any:
         raise NotImplementedError
 
-    def forward(self, state: WalkState, *inputs: Any, **options: Any) -> Outcome:
+    def forward(self, asking: Asking, ledger: Ledger, *inputs: Any, **options: Any) -> Outcome:
         raise NotImplementedError
 
-    def run(self, state: WalkState, *inputs: Any, skip: str | None | EllipsisType = ..., **options: Any) -> Any:
-        """The step's value for `inputs`, its outcome recorded in `state.trace`. `skip`: the reason
-        `self.skip` gave for these inputs, where the walk already asked."""
-        why = self.skip(state, *inputs, **options) if skip is ... else skip
+    def run(self, asking: Asking, ledger: Ledger, *inputs: Any, skip: str | None | EllipsisType = ..., **options: Any) -> Any:
+        """The step's value for `inputs`, its outcome recorded in the `ledger`'s trace. `skip`: the
+        reason `self.skip` gave for these inputs, where the walk already asked."""
+        why = self.skip(asking, *inputs, **options) if skip is ... else skip
         if why is not None:
-            outcome = Outcome(self.skipped(state, *inputs, **options), "skipped", why)
+            outcome = Outcome(self.skipped(asking, *inputs, **options), "skipped", why)
         else:
-            outcome = self(state, *inputs, **options)
+            outcome = self(asking, ledger, *inputs, **options)
         if outcome.status == "fell_back":
-            state.trace.fallbacks += 1
-        state.trace.record(self.name, outcome.status, outcome.why)
+            ledger.trace.fallbacks += 1
+        ledger.trace.record(self.name, outcome.status, outcome.why)
         for name, value in outcome.traced.items():
-            setattr(state.trace, name, value)
+            setattr(ledger.trace, name, value)
         return outcome.value
 
 
@@ -82,14 +85,14 @@ class LMStep(Step):
     def embedder(self):
         return self.calls.embedder
 
-    def ask(self, state: WalkState, **inputs) -> dspy.Prediction | None:
+    def ask(self, asking: Asking, ledger: Ledger, **inputs) -> dspy.Prediction | None:
         """One call of the predictor (`LMCalls.call`)."""
-        return self.calls.call(state, self.predict, name=self.usage, **inputs)
+        return self.calls.call(asking, ledger, self.predict, name=self.usage, **inputs)
 
-    def choose(self, state: WalkState, **inputs) -> list[str] | None:
+    def choose(self, asking: Asking, ledger: Ledger, **inputs) -> list[str] | None:
         """One checked choice among candidates (`LMCalls.choice`)."""
-        return self.calls.choice(state, self.predict, name=self.usage, **inputs)
+        return self.calls.choice(asking, ledger, self.predict, name=self.usage, **inputs)
 
-    def pick(self, state: WalkState, **inputs) -> tuple[list[tuple[str, float]], bool]:
+    def pick(self, asking: Asking, ledger: Ledger, **inputs) -> tuple[list[tuple[str, float]], bool]:
         """Ranked choices with the similarity fallback (`LMCalls.pick`), and whether they fell back."""
-        return self.calls.pick(state, self.predict, name=self.usage, **inputs)
+        return self.calls.pick(asking, ledger, self.predict, name=self.usage, **inputs)

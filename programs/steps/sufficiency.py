@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kgqa.programs.base import WalkState
 from kgqa.programs.ranking import Candidate
+from kgqa.programs.state import Asking, Ledger
 from kgqa.programs.steps.step import LMStep, Outcome
 from kgqa.signatures import CheckSufficiency
 
@@ -15,25 +15,30 @@ class Sufficiency(LMStep):
 
     name, usage, signature = "sufficiency", "check_sufficiency", CheckSufficiency
 
-    def skip(self, state: WalkState, candidates: list[Candidate]) -> str | None:
-        if not state.config.sufficiency:
+    def skip(self, asking: Asking, candidates: list[Candidate], *, depth: int, extensions: int,
+             notes: list[str] = ()) -> str | None:
+        """`depth`: the hops walked, `extensions` of them past the plan; `notes`: memory update's."""
+        config = asking.config
+        if not config.sufficiency:
             return "switched off: the plan's hops only"
         if not candidates:
             return "nothing reached"
-        if state.depth >= state.config.depth or state.trace.extended_hops >= state.config.max_extensions:
+        if depth >= config.depth or extensions >= config.max_extensions:
             return "no hop left to add"
-        if state.depth > len(state.hop_targets):
+        if depth > len(asking.hop_targets):
             return "the walk already retrieved a hop past the plan"
-        if state.on_named_chain(candidates[0].trail):
+        if candidates[0].named:
             return "the best path ends by the relation the plan's last hop names"
         return None
 
-    def skipped(self, state: WalkState, candidates: list[Candidate]) -> bool:
+    def skipped(self, asking: Asking, candidates: list[Candidate], *, depth: int, extensions: int,
+                notes: list[str] = ()) -> bool:
         return False
 
-    def forward(self, state: WalkState, candidates: list[Candidate]) -> Outcome:
-        out = self.ask(state, question=state.question, memory_notes=state.memory,
-                       best_paths=[c.path for c in candidates[: state.config.sufficiency_shown]])
+    def forward(self, asking: Asking, ledger: Ledger, candidates: list[Candidate], *, depth: int, extensions: int,
+                notes: list[str] = ()) -> Outcome:
+        out = self.ask(asking, ledger, question=asking.question, memory_notes=list(notes),
+                       best_paths=[c.path for c in candidates[: asking.config.sufficiency_shown]])
         verdict = getattr(out, "evidence_sufficient", None) if out is not None else None
         if not isinstance(verdict, bool):
             return Outcome(False, "fell_back", "no usable verdict: the plan's hops only")

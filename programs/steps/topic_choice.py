@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kgqa.programs.base import WalkState
 from kgqa.programs.linking import Candidate, Linking
+from kgqa.programs.state import Asking, Ledger
 from kgqa.programs.steps.step import LMStep, Outcome
 from kgqa.programs.tuned import RELATIONS_SHOWN
 from kgqa.signatures import ChooseTopicEntities
@@ -20,33 +20,33 @@ class TopicChoice(LMStep):
 
     name, usage, signature = "topic_choice", "choose_topics", ChooseTopicEntities
 
-    def skip(self, state: WalkState, linking: Linking, plausible: list[Candidate]) -> str | None:
-        if not state.config.topic_choice:
+    def skip(self, asking: Asking, linking: Linking, plausible: list[Candidate]) -> str | None:
+        if not asking.config.topic_choice:
             return "switched off: the linker's choice"
         if len(plausible) <= 1:
             return f"{len(plausible)} plausible candidate: the linker's choice"
         return None
 
-    def skipped(self, state: WalkState, linking: Linking, plausible: list[Candidate]) -> list[Candidate]:
+    def skipped(self, asking: Asking, linking: Linking, plausible: list[Candidate]) -> list[Candidate]:
         return linking.linked
 
-    def forward(self, state: WalkState, linking: Linking, plausible: list[Candidate]) -> Outcome:
-        labels = self.labels(state, plausible)
-        kept = self.choose(state, chosen="entities_meant", candidates=labels, limit=state.config.topics_chosen,
-                           question=state.question, candidate_entities=labels)
+    def forward(self, asking: Asking, ledger: Ledger, linking: Linking, plausible: list[Candidate]) -> Outcome:
+        labels = self.labels(asking, plausible)
+        kept = self.choose(asking, ledger, chosen="entities_meant", candidates=labels, limit=asking.config.topics_chosen,
+                           question=asking.question, candidate_entities=labels)
         if not kept:
             return Outcome(linking.linked, "fell_back", "no usable choice: the linker's")
         return Outcome([plausible[labels.index(label)] for label in kept])
 
-    def labels(self, state: WalkState, candidates: Sequence[Candidate]) -> list[str]:
+    def labels(self, asking: Asking, candidates: Sequence[Candidate]) -> list[str]:
         """Each candidate as the topic choice reads it, 'name (matched words): relations', with the
         relations around it most like the question; distinct, so a choice names one candidate."""
-        around = dict(state.kg.relations([c.entity for c in candidates]).items)
+        around = dict(asking.kg.relations([c.entity for c in candidates]).items)
         labels: list[str] = []
         for c in candidates:
-            phrases = list(dict.fromkeys(state.kg.profile.relation_phrase(e.relation) for e in around.get(c.entity, ())))
+            phrases = list(dict.fromkeys(asking.kg.profile.relation_phrase(e.relation) for e in around.get(c.entity, ())))
             if len(phrases) > RELATIONS_SHOWN:
-                phrases = self.embedder.top(state.question, phrases, RELATIONS_SHOWN)
+                phrases = self.embedder.top(asking.question, phrases, RELATIONS_SHOWN)
             label = f"{c.name} ({c.mention.text if c.mention else 'implied'}): {'; '.join(phrases) or 'no relations'}"
             labels.append(label if label not in labels else f"{label} [{len(labels) + 1}]")
         return labels

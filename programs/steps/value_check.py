@@ -6,9 +6,9 @@ from collections import defaultdict
 
 from kgqa.kg import Direction, Edge, Step
 from kgqa.programs import render, values
-from kgqa.programs.base import WalkState
 from kgqa.programs.embedder import Embedder
 from kgqa.programs.question import Comparison
+from kgqa.programs.state import Asking, Ledger
 from kgqa.programs.steps.step import Outcome
 from kgqa.programs.steps.step import Step as WalkStep
 from kgqa.programs.trails import Trail
@@ -31,37 +31,39 @@ class ValueCheck(WalkStep):
         super().__init__()
         self.embedder = embedder
 
-    def skip(self, state: WalkState, answers: list[Trail]) -> str | None:
-        if not state.config.value_check:
+    def skip(self, asking: Asking, answers: list[Trail], relations: dict) -> str | None:
+        """`answers`: the extracted answers' trails; `relations`: the edges around each entity, as
+        the walk fetched them (the answers' own are fetched and added)."""
+        if not asking.config.value_check:
             return "switched off"
-        comparison = state.asked.comparison
+        comparison = asking.analysis.comparison
         if comparison is None:
             return "the question compares no value"
         if len(_valued(answers)) < _needed(comparison):
             return "fewer answers than the comparison needs"
         return None
 
-    def skipped(self, state: WalkState, answers: list[Trail]) -> list[Trail]:
+    def skipped(self, asking: Asking, answers: list[Trail], relations: dict) -> list[Trail]:
         return answers
 
-    def forward(self, state: WalkState, answers: list[Trail]) -> Outcome:
-        comparison = state.asked.comparison
+    def forward(self, asking: Asking, ledger: Ledger, answers: list[Trail], relations: dict) -> Outcome:
+        comparison, profile = asking.analysis.comparison, asking.kg.profile
         first = _valued(answers)
         trails = list(first.values())
-        found = self._values(state, trails)
-        decided, of = values.decide(comparison, found, self.embedder.similarities, profile=state.kg.profile), "answers"
+        found = self._values(asking, trails, relations)
+        decided, of = values.decide(comparison, found, self.embedder.similarities, profile=profile), "answers"
         valueless = not any(values.is_value(text) for pairs in found.values() for _, text in pairs)
         owners = _owners(trails) if decided is None and valueless else {}
         if len(owners) >= _needed(comparison):  # the answers are values themselves (countries' ISO codes): compare whose they are
             first, trails, of = owners, list(owners.values()), "entities the answers are values of"
-            decided = values.decide(comparison, self._values(state, trails), self.embedder.similarities,
-                                    profile=state.kg.profile)
+            decided = values.decide(comparison, self._values(asking, trails, relations), self.embedder.similarities,
+                                    profile=profile)
         if decided is None:
             return Outcome(answers, "skipped", "no value of the answers is like the comparison's words")
         kept, relation = decided
         return Outcome([first[label] for label in kept], "ran", f"{comparison.cue} by {relation}: {len(kept)} of {len(trails)} {of}")
 
-    def _values(self, state: WalkState, trails: list[Trail]) -> dict[str, list[tuple[str, str]]]:
+    def _values(self, asking: Asking, trails: list[Trail], relations: dict) -> dict[str, list[tuple[str, str]]]:
         """Each answer's values, (relation, value text): its own, and those of the nameless (CVT)
         nodes around it (a term's dates, a measured number), but of the nodes its own trail came
         through only that one (not every other editor's tenure of the same magazine). Three queries at
@@ -70,11 +72,12 @@ class ValueCheck(WalkStep):
         ids = {t.end.id: render.node_label(t.end) for t in trails}
         via = {t.end.id: (t.hops[-2].node.id, t.hops[-1].edge.reversed) for t in trails
                if len(t.hops) > 1 and not (t.hops[-2].node.literal or t.hops[-2].node.name)}
-        missing = [e for e in ids if e not in state.relations]
+        kg = asking.kg
+        missing = [e for e in ids if e not in relations]
         if missing:  # the walk's own relations of the entities it went on from; the ends' are fetched here
-            state.relations.update(state.kg.relations(missing).items)
-        around = state.relations
-        fanout = state.kg.follow([Step(e, edge.relation, edge.direction) for e in ids for edge in around.get(e, ())],
+            relations.update(kg.relations(missing).items)
+        around = relations
+        fanout = kg.follow([Step(e, edge.relation, edge.direction) for e in ids for edge in around.get(e, ())],
                                  relations=True)
         found: dict[str, list[tuple[str, str]]] = {label: [] for label in ids.values()}
         cvts: dict[str, list[str]] = defaultdict(list)  # nameless node -> the answers it is read for
@@ -85,7 +88,7 @@ class ValueCheck(WalkStep):
                 elif step.entity not in via or Edge(step.relation, step.direction) != via[step.entity][1] \
                         or node.id == via[step.entity][0]:
                     cvts[node.id].append(step.entity)
-        inner = state.kg.follow([Step(cvt, edge.relation, edge.direction) for cvt in cvts
+        inner = kg.follow([Step(cvt, edge.relation, edge.direction) for cvt in cvts
                                  for edge in fanout.around.get(cvt, ()) if edge.direction is Direction.OUT])
         for step, nodes in inner.items.items():
             read = [(step.relation, render.node_label(n)) for n in nodes if n.literal or n.name]

@@ -1,7 +1,10 @@
-"""The LLM steps as modules (`programs/steps/`): each holds its one predictor, says why it has nothing
-to decide, decides through the scripted LM, and falls back on an unusable reply, recorded by `Step.run`."""
+"""The LLM steps as modules (`programs/steps/`): each holds its one predictor, reads only the question
+(`Asking`) and the inputs it is handed, says why it has nothing to decide, decides through the
+scripted LM, and falls back on an unusable reply, recorded in the `Ledger` by `Step.run`."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import dspy
 import pytest
@@ -9,8 +12,8 @@ import pytest
 from kgqa.kg import Direction, Node
 from kgqa.lm.scripted import scripted_lm
 from kgqa.programs import KGQA, WalkConfig
-from kgqa.programs.question import Question
 from kgqa.programs.ranking import Candidate
+from kgqa.programs.state import Asking, Ledger
 from kgqa.programs.steps import (
     EntityPrune,
     Extraction,
@@ -36,11 +39,11 @@ def program(kg):
     return KGQA(kg)
 
 
-def walk_state(program, question="Which films did James Cameron direct?", *, topics=("James Cameron",), **config):
-    state = program._new_state(question)
-    state.config = WalkConfig(**config)
-    state.topics = [Node(f"m.{name}", name=name) for name in topics]
-    return state
+def asked(kg, question="Which films did James Cameron direct?", *, topics=("James Cameron",), hop_targets=(), conditions=(),
+          **config) -> Asking:
+    """The question as a step reads it: its topic entities known and its words read, then planned."""
+    known = Asking(question, kg, WalkConfig(**config)).knowing([Node(f"m.{name}", name=name) for name in topics])
+    return known.planned(list(hop_targets), list(conditions))
 
 
 def trail(topic: str, *hops: tuple[str, str]) -> Trail:
@@ -56,119 +59,116 @@ def test_each_llm_step_holds_its_one_predictor_and_counts_its_calls_under_its_na
     steps = {name: step for name, step in program.named_sub_modules() if isinstance(step, LMStep)}
     assert len(steps) == 9 and all(isinstance(step.predict, dspy.Predict) for step in steps.values())
     assert program.plan.predict.signature.__name__ == Plan.__name__
-    state = walk_state(program)
+    ledger = Ledger()
     lm = scripted_lm({"topic_kind": lambda i: {"topic_kind": "person", "answer_kind": "film", "hop_targets": ["film (directed)"],
                                                "answer_constraints": ["released before 2000"]}})
     with dspy.context(lm=lm):
-        planned = program.plan.run(state)
+        planned = program.plan.run(asked(program.kg), ledger)
     assert planned == (["film (directed)"], ["released before 2000"])
-    assert state.trace.step_usage["plan"][0] == 1 and statuses(state.trace) == {"plan": ["ran"]}
+    assert ledger.trace.step_usage["plan"][0] == 1 and statuses(ledger.trace) == {"plan": ["ran"]}
 
 
 def test_a_step_with_no_lm_falls_back_and_the_wrapper_counts_it(program):
-    calls = NoLM(program.embedder)
-    state = walk_state(program)
-    assert Planning(calls).run(state) == ([state.question], [])  # one hop, the question itself
-    state.hop_targets, state.depth = ["hop 1"], 1  # a target that names no relation
-    relations = RelationPrune(calls).run(state, ["film.film.genre", "film.director.film"], [trail("James Cameron")], last=False)
+    calls, ledger, asking = NoLM(program.embedder), Ledger(), asked(program.kg)
+    assert Planning(calls).run(asking, ledger) == ([asking.question], [])  # one hop, the question itself
+    asking = asking.planned(["hop 1"], [])  # a target that names no relation
+    relations = RelationPrune(calls).run(asking, ledger, ["film.film.genre", "film.director.film"], [trail("James Cameron")],
+                                         depth=1, last=False)
     assert relations[0] == "film.director.film"  # the most like the target and the question
-    assert statuses(state.trace) == {"plan": ["fell_back"], "relation_prune": ["fell_back"]}
-    assert state.trace.fallbacks == 2 and state.trace.llm_calls == 0
+    assert statuses(ledger.trace) == {"plan": ["fell_back"], "relation_prune": ["fell_back"]}
+    assert ledger.trace.fallbacks == 2 and ledger.trace.llm_calls == 0
 
 
 def test_the_relation_prune_has_nothing_to_decide_at_the_last_hop_or_for_one_relation(program):
-    prune, state = RelationPrune(LMCalls(program.embedder)), walk_state(program)
-    state.depth = 1
+    prune, ledger, asking = RelationPrune(LMCalls(program.embedder)), Ledger(), asked(program.kg)
     frontier = [trail("James Cameron")]
-    assert prune.run(state, ["a.b.c", "a.b.d"], frontier, last=True) == []
-    assert prune.run(state, ["a.b.c"], frontier, last=False) == ["a.b.c"]
-    state.config = WalkConfig(relation_prune=False)
-    assert prune.run(state, ["a.b.c", "a.b.d"], frontier, last=False) == []  # the beam goes on by the most similar
-    assert statuses(state.trace)["relation_prune"] == ["skipped: hop 1 is the plan's last: extraction chooses among its ends",
+    assert prune.run(asking, ledger, ["a.b.c", "a.b.d"], frontier, depth=1, last=True) == []
+    assert prune.run(asking, ledger, ["a.b.c"], frontier, depth=1, last=False) == ["a.b.c"]
+    switched_off = asked(program.kg, relation_prune=False)
+    assert prune.run(switched_off, ledger, ["a.b.c", "a.b.d"], frontier, depth=1, last=False) == []  # the beam goes on by the most similar
+    assert ledger.trace.llm_calls == 0
+    assert statuses(ledger.trace)["relation_prune"] == ["skipped: hop 1 is the plan's last: extraction chooses among its ends",
                                                        "skipped: 1 relation reached",
                                                        "skipped: switched off: the chains most like the question"]
 
 
 def test_the_entity_prune_keeps_the_entities_the_model_keeps_and_every_value(program):
-    state = walk_state(program, entities_per_relation=1)
+    ledger = Ledger()
     trails = [trail("James Cameron", ("film.director.film", "Titanic")), trail("James Cameron", ("film.director.film", "Avatar")),
               Trail(Node("m.James Cameron", name="James Cameron"), (Hop("x.y.year", OUT, Node('"1997"', literal=True)),))]
     prune = EntityPrune(LMCalls(program.embedder))
-    assert prune.run(state, trails, last=False) == trails  # no condition: every entity
-    state.conditions = ["released before 2000"]
+    assert prune.run(asked(program.kg, entities_per_relation=1), ledger, trails, depth=1, last=False) == trails  # no condition: every entity
+    conditioned = asked(program.kg, conditions=["released before 2000"], entities_per_relation=1)
     lm = scripted_lm({"entities_to_keep": lambda i: {"entities_to_keep": ["Titanic"]}})
     with dspy.context(lm=lm):
-        kept = prune.run(state, trails, last=False)
+        kept = prune.run(conditioned, ledger, trails, depth=1, last=False)
     assert [t.end.name or t.end.id for t in kept] == ["Titanic", '"1997"']
-    assert statuses(state.trace)["entity_prune"] == ["skipped: the plan sets no condition", "ran"]
+    assert statuses(ledger.trace)["entity_prune"] == ["skipped: the plan sets no condition", "ran"]
 
 
 def test_sufficiency_asks_for_a_hop_more_only_when_the_model_says_the_paths_stop_short(program):
-    step = Sufficiency(LMCalls(program.embedder))
-    state = walk_state(program, depth=3)
-    state.depth, state.hop_targets = 1, ["film"]
+    step, ledger = Sufficiency(LMCalls(program.embedder)), Ledger()
+    asking = asked(program.kg, hop_targets=["film"], depth=3)
     best = [candidate("James Cameron", ("film.director.film", "Titanic"))]
     with dspy.context(lm=scripted_lm({"evidence_sufficient": lambda i: {"evidence_sufficient": False}})):
-        assert step.run(state, best) is True
+        assert step.run(asking, ledger, best, depth=1, extensions=0) is True
     with dspy.context(lm=scripted_lm({"evidence_sufficient": lambda i: "no verdict at all"})):
-        assert step.run(state, best) is False  # an unusable verdict: the plan's hops only
-    state.depth = 3
-    assert step.run(state, best) is False
-    assert statuses(state.trace)["sufficiency"] == ["ran", "fell_back", "skipped: no hop left to add"]
+        assert step.run(asking, ledger, best, depth=1, extensions=0) is False  # an unusable verdict: the plan's hops only
+    assert step.run(asking, ledger, best, depth=3, extensions=0) is False
+    assert step.skip(asking, best, depth=2, extensions=1) == "no hop left to add"  # one extension a question, by default
+    named = [dataclasses.replace(best[0], named=True)]
+    assert step.skip(asking, named, depth=1, extensions=0) == "the best path ends by the relation the plan's last hop names"
+    assert statuses(ledger.trace)["sufficiency"] == ["ran", "fell_back", "skipped: no hop left to add"]
 
 
 def test_extraction_chooses_among_its_choices_and_brings_the_other_ends_of_the_chain(program):
-    step = Extraction(LMCalls(program.embedder))
-    state = walk_state(program)
+    step, ledger, asking = Extraction(LMCalls(program.embedder)), Ledger(), asked(program.kg)
     titanic = candidate("James Cameron", ("film.director.film", "Titanic"))
     avatar = candidate("James Cameron", ("film.director.film", "Avatar"))
     born = candidate("James Cameron", ("people.person.place_of_birth", "Kapuskasing"))
-    state.reached = [c.trail for c in (titanic, avatar, born)]
+    walked = {"sure": 0.9, "reached": [c.trail for c in (titanic, avatar, born)]}
     ranked = [born, titanic, avatar]
-    shown = step.choices(state, ranked)
-    assert shown == ranked and step.skip(state, ranked, shown) is None
+    shown = step.choices(asking, ranked)
+    assert shown == ranked and step.skip(asking, ranked, shown, **walked) is None
     with dspy.context(lm=scripted_lm({"extracted_answers": lambda i: {"extracted_answers": ["Titanic"]}})):
-        answers, chose = step.run(state, ranked, shown)
+        answers, chose = step.run(asking, ledger, ranked, shown, **walked)
     assert chose and [t.end.name for t in answers] == ["Titanic", "Titanic", "Avatar"]  # then its chain, in rank order
     with dspy.context(lm=scripted_lm({"extracted_answers": lambda i: {"extracted_answers": []}})):
-        answers, chose = step.run(state, ranked, shown)
+        answers, chose = step.run(asking, ledger, ranked, shown, **walked)
     assert not chose and answers[0].end.name == "Kapuskasing"  # "none of these": the first ranked
     one_chain = [titanic, avatar]
-    assert step.skip(state, one_chain, step.choices(state, one_chain)) == "one relation chain: every end answers"
-    assert statuses(state.trace)["extraction"] == ["ran", "fell_back"]
+    assert step.skip(asking, one_chain, step.choices(asking, one_chain), **walked) == "one relation chain: every end answers"
+    sure = [dataclasses.replace(c, share=share) for c, share in zip(ranked, (0.95, 0.03, 0.02))]
+    assert step.skip(asking, sure, sure, **walked).startswith("the path scorer is sure of the first (0.95")
+    assert step.skip(asking, sure, sure, **walked | {"sure": 1.0}) is None  # 1.0: never sure enough
+    assert statuses(ledger.trace)["extraction"] == ["ran", "fell_back"]
 
 
 def test_the_fact_filter_and_memory_update_skip_where_no_step_reads_what_they_keep(program):
-    state = walk_state(program, topics=("James Cameron", "Kate Winslet"))
-    state.asked = program_question(state)
+    ledger, asking = Ledger(), asked(program.kg, topics=("James Cameron", "Kate Winslet"))
     shown = [candidate("James Cameron", ("film.director.film", "Titanic"))]
     facts = FactFilter(LMCalls(program.embedder))
-    assert facts.run(state, shown, settled=None) == []
+    assert facts.run(asking, ledger, shown, {}, settled=None) == []
     memory = MemoryUpdate(NoLM(program.embedder))
-    state.memory = ["earlier note"]
-    assert memory.run(state, shown, short="no hop left to add", settled="one relation chain") == ["earlier note"]
-    state.reached = [shown[0].trail]
-    notes = memory.run(state, shown, short=None, settled=None)
+    assert memory.run(asking, ledger, shown, [], ["earlier note"], short="no hop left to add",
+                      settled="one relation chain") == ["earlier note"]
+    notes = memory.run(asking, ledger, shown, [shown[0].trail], ["earlier note"], short=None, settled=None)
     assert notes == ["James Cameron reaches Titanic", "Kate Winslet reaches nothing"]  # no LM: what each entity's paths reach
-    assert state.trace.memory == notes  # the notes extraction reads are the trace's
-    assert statuses(state.trace) == {
+    assert ledger.trace.memory == notes  # the notes extraction reads are the trace's
+    assert statuses(ledger.trace) == {
         "fact_filter": ["skipped: the question sets no condition"],
         "memory_update": ["skipped: no step reads the notes: sufficiency is skipped (no hop left to add), extraction too "
                           "(one relation chain)", "fell_back"]}
 
 
 def test_reflection_resumes_from_the_one_entity_passed_a_hop_before_and_counts_it(program):
-    step = Reflection(LMCalls(program.embedder))
-    state = walk_state(program)
-    state.depth = 2
+    step, ledger, asking = Reflection(LMCalls(program.embedder)), Ledger(), asked(program.kg)
     dead_end = [trail("James Cameron", ("film.director.film", "Titanic"))]
-    assert step.run(state, dead_end) == [] and state.trace.reflections == 0
+    assert step.run(asking, ledger, dead_end, seen={}, depth=2, made=0) == [] and ledger.trace.reflections == 0
     passed = trail("James Cameron", ("film.director.film", "Avatar"))
-    state.seen = {"m.Avatar": passed, "m.Titanic": dead_end[0]}
-    assert step.run(state, dead_end) == [passed] and state.trace.reflections == 1
-    assert statuses(state.trace)["reflection"] == ["skipped: no entity passed a hop before: the walk stops here",
-                                                   "skipped: one entity passed a hop before: the walk resumes from it"]
-
-
-def program_question(state) -> Question:
-    return Question(state.question, tuple(t.label for t in state.topics))
+    seen = {"m.Avatar": passed, "m.Titanic": dead_end[0]}
+    assert step.run(asking, ledger, dead_end, seen=seen, depth=2, made=0) == [passed] and ledger.trace.reflections == 1
+    assert step.run(asking, ledger, dead_end, seen=seen, depth=2, made=2) == []  # `max_reflections` made
+    assert statuses(ledger.trace)["reflection"] == ["skipped: no entity passed a hop before: the walk stops here",
+                                                    "skipped: one entity passed a hop before: the walk resumes from it",
+                                                    "skipped: 2 reflections made: the walk stops here"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kgqa.programs import KGQA, WalkConfig
+from kgqa.programs.state import Asking, Ledger
 from kgqa.programs.steps import Outcome, Step
 
 
@@ -13,32 +14,33 @@ class Halve(Step):
 
     name = "halve"
 
-    def skip(self, state, number):
+    def skip(self, asking, number):
         return "zero" if number == 0 else None
 
-    def skipped(self, state, number):
+    def skipped(self, asking, number):
         return number
 
-    def forward(self, state, number):
+    def forward(self, asking, ledger, number):
         if number < 0:
             return Outcome(0, "fell_back", "a negative number: zero")
         return Outcome(number / 2, "ran", f"{number} halved", traced={"facts": [f"{number} / 2"]})
 
 
 def test_run_gives_the_steps_value_and_records_ran_skipped_or_fell_back_with_why(kg):
-    state, step = KGQA(kg)._new_state("q?"), Halve()
-    assert [step.run(state, 8), step.run(state, 0), step.run(state, -3)] == [4.0, 0, 0]
-    assert state.trace.steps == [{"step": "halve", "status": "ran", "why": "8 halved"},
+    asking, ledger, step = Asking("q?", kg, WalkConfig()), Ledger(), Halve()
+    assert [step.run(asking, ledger, 8), step.run(asking, ledger, 0), step.run(asking, ledger, -3)] == [4.0, 0, 0]
+    assert ledger.trace.fallbacks == 1
+    assert ledger.trace.steps == [{"step": "halve", "status": "ran", "why": "8 halved"},
                                  {"step": "halve", "status": "skipped", "why": "zero"},
                                  {"step": "halve", "status": "fell_back", "why": "a negative number: zero"}]
 
 
 def test_run_writes_the_trace_fields_a_step_fills_and_takes_a_skip_reason_already_asked(kg):
-    state, step = KGQA(kg)._new_state("q?"), Halve()
-    assert step.run(state, 6) == 3.0 and state.trace.facts == ["6 / 2"]  # written by the wrapper, not the step
-    assert step.run(state, 0, skip=None) == 0.0  # the walk asked already: nothing to skip, so it decides
-    assert step.run(state, 8, skip="asked before") == 8 and state.trace.facts == ["0 / 2"]  # skipped: no trace field
-    assert [(s["status"], s["why"]) for s in state.trace.steps] == [
+    asking, ledger, step = Asking("q?", kg, WalkConfig()), Ledger(), Halve()
+    assert step.run(asking, ledger, 6) == 3.0 and ledger.trace.facts == ["6 / 2"]  # written by the wrapper, not the step
+    assert step.run(asking, ledger, 0, skip=None) == 0.0  # the walk asked already: nothing to skip, so it decides
+    assert step.run(asking, ledger, 8, skip="asked before") == 8 and ledger.trace.facts == ["0 / 2"]  # skipped: no trace field
+    assert [(s["status"], s["why"]) for s in ledger.trace.steps] == [
         ("ran", "6 halved"), ("ran", "0 halved"), ("skipped", "asked before")]
 
 
