@@ -179,40 +179,10 @@ class Linker:
         stats = self.stats
         best: dict[str, Candidate] = {}
         for mention in mentions:
-            capitalised = sum(capitals[mention.start : mention.end]) / (mention.end - mention.start) if capitals else 0.5
-            share = stats.question_share.get(mention.text, 0) / max(stats.questions, 1)
-            features = {
-                "similarity": mention.similarity,
-                "span_words": mention.end - mention.start,
-                "name_words": len(tokens(mention.name)),
-                "capitalised": capitalised,
-                "lower_case_question": lower,
-                "capitalised_in_cased_question": capitalised * (1 - lower),
-                "question_share": share,
-                "log_question_share": math.log(share + 1e-4),
-                "link_prior": _smoothed(stats.span_gold.get(mention.text, 0), stats.span_matched.get(mention.text, 0)),
-                "entity_prior": _smoothed(stats.entity_gold.get(mention.name, 0), stats.entity_seen.get(mention.name, 0)),
-                "same_case": float(mention.name in question),  # "Sniper" the film, "sniper" the tag
-                "stopword_span": float(all(t in STOPWORDS for t in mention.text.split())),
-                "numeric_span": float(all(t.isdigit() for t in mention.text.split())),  # a value, rarely a topic
-                "exact_capitalised": float(mention.how == "exact") * capitalised,
-                **{f"how_{h}": float(mention.how == h) for h in HOWS},
-            }
-            features["coverage"] = features["span_words"] / max(features["name_words"], 1)
-            candidate = Candidate(mention.entity, mention.name, mention, features)
+            candidate = Candidate(mention.entity, mention.name, mention, self._mention_features(question, mention, capitals, lower))
             if mention.entity not in best or _quality(candidate) > _quality(best[mention.entity]):
                 best[mention.entity] = candidate
-        spans = [(c.span, c.mention.how) for c in best.values()]
-        written_ends = {span[1] for span, how in spans if how in _WRITTEN_OUT}
-        commas = _comma_after(question)
-        for candidate in best.values():
-            inside = [how for span, how in spans if span != candidate.span and span[0] <= candidate.span[0] and candidate.span[1] <= span[1]]
-            candidate.features["inside_exact"] = float(any(h in _WRITTEN_OUT for h in inside))
-            candidate.features["inside_any"] = float(bool(inside))
-            # a name right after another written-out one qualifies it ("Greeley, Colorado", "Rome, Italy")
-            start = candidate.span[0]
-            candidate.features["after_name"] = float(start in written_ends)
-            candidate.features["after_name_comma"] = float(start in written_ends and start - 1 in commas)
+        _add_span_features(question, list(best.values()))
         years = standalone_years(words)
         for candidate in best.values():
             candidate.year_at = _year_apart(candidate, words, years)
@@ -224,6 +194,32 @@ class Linker:
         if graph is not None and best:
             _add_graph_features(list(best.values()), words, graph)
         return list(best.values())
+
+    def _mention_features(self, question: str, mention: Mention, capitals: list[bool] | None, lower: float) -> dict[str, float]:
+        """What one mention says of its entity: how it matched, its words' case, how often the
+        training questions wrote it and linked it."""
+        stats = self.stats
+        capitalised = sum(capitals[mention.start : mention.end]) / (mention.end - mention.start) if capitals else 0.5
+        share = stats.question_share.get(mention.text, 0) / max(stats.questions, 1)
+        features = {
+            "similarity": mention.similarity,
+            "span_words": mention.end - mention.start,
+            "name_words": len(tokens(mention.name)),
+            "capitalised": capitalised,
+            "lower_case_question": lower,
+            "capitalised_in_cased_question": capitalised * (1 - lower),
+            "question_share": share,
+            "log_question_share": math.log(share + 1e-4),
+            "link_prior": _smoothed(stats.span_gold.get(mention.text, 0), stats.span_matched.get(mention.text, 0)),
+            "entity_prior": _smoothed(stats.entity_gold.get(mention.name, 0), stats.entity_seen.get(mention.name, 0)),
+            "same_case": float(mention.name in question),  # "Sniper" the film, "sniper" the tag
+            "stopword_span": float(all(t in STOPWORDS for t in mention.text.split())),
+            "numeric_span": float(all(t.isdigit() for t in mention.text.split())),  # a value, rarely a topic
+            "exact_capitalised": float(mention.how == "exact") * capitalised,
+            **{f"how_{h}": float(mention.how == h) for h in HOWS},
+        }
+        features["coverage"] = features["span_words"] / max(features["name_words"], 1)
+        return features
 
     def _score(self, features: dict[str, float]) -> float:
         if not self.trained:
@@ -502,6 +498,21 @@ def _written_out_over(name: Candidate, other: Candidate, threshold: float) -> bo
 def _overlap(one: Candidate, other: Candidate) -> bool:
     """Both were found by spans of the question, and the spans share a word."""
     return bool(one.span and other.span and one.span[0] < other.span[1] and other.span[0] < one.span[1])
+
+
+def _add_span_features(question: str, candidates: list[Candidate]) -> None:
+    """What each candidate's span says beside the others': inside another's (written out, or any),
+    right after a written-out name (with a comma between: "Greeley, Colorado", "Rome, Italy")."""
+    spans = [(c.span, c.mention.how) for c in candidates]
+    written_ends = {span[1] for span, how in spans if how in _WRITTEN_OUT}
+    commas = _comma_after(question)
+    for candidate in candidates:
+        inside = [how for span, how in spans if span != candidate.span and span[0] <= candidate.span[0] and candidate.span[1] <= span[1]]
+        candidate.features["inside_exact"] = float(any(h in _WRITTEN_OUT for h in inside))
+        candidate.features["inside_any"] = float(bool(inside))
+        start = candidate.span[0]
+        candidate.features["after_name"] = float(start in written_ends)
+        candidate.features["after_name_comma"] = float(start in written_ends and start - 1 in commas)
 
 
 def _year_apart(candidate: Candidate, words: Sequence[str], years: dict[int, str]) -> int | None:

@@ -177,11 +177,7 @@ class PathScorer:
         tokenizer, encoder, head = scorer._parts(fresh=True)
         layers, new = _trained_parameters(encoder, settings.layers), list(head.parameters())
         trained = layers + new
-        optimizer = torch.optim.AdamW([{"params": layers}, {"params": new, "lr": settings.learning_rate * _HEAD_RATE}],
-                                      lr=settings.learning_rate, weight_decay=0.01)
-        steps = settings.epochs * math.ceil(len(groups) / settings.batch_groups)
-        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / (0.1 * steps + 1))
-                                                     * max(0.0, (steps - step) / steps))
+        optimizer, schedule = _optimizer(layers, new, settings, steps=settings.epochs * math.ceil(len(groups) / settings.batch_groups))
         rng = random.Random(settings.seed)
         encoder.train()
         losses = []
@@ -192,12 +188,7 @@ class PathScorer:
                 batch = groups[start:start + settings.batch_groups]
                 questions = [q for q, paths in batch for _ in paths]
                 paths = [p for _, paths in batch for p in paths]
-                scores = scorer._batch_scores(tokenizer, encoder, head, questions, paths)
-                loss, at = 0.0, 0
-                for _, group_paths in batch:  # the gold path is each group's first
-                    loss = loss + torch.nn.functional.cross_entropy(scores[at:at + len(group_paths)][None], torch.tensor([0]))
-                    at += len(group_paths)
-                loss = loss / len(batch)
+                loss = _batch_loss(scorer._batch_scores(tokenizer, encoder, head, questions, paths), batch)
                 optimizer.zero_grad()
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(trained, 1.0)
@@ -338,6 +329,29 @@ def _pooled(encoder, batch):
 def _top_layer_names(encoder, layers: int) -> list[str]:
     count = encoder.config.num_hidden_layers
     return [f"encoder.layer.{i}." for i in range(count - layers, count)]
+
+
+def _optimizer(layers: list, new: list, settings: ScorerSettings, *, steps: int):
+    """AdamW over the encoder's trained `layers` and the `new` head (at `_HEAD_RATE` times the rate),
+    with a linear warm-up over the first tenth of the `steps` and a linear decay after it."""
+    import torch
+
+    optimizer = torch.optim.AdamW([{"params": layers}, {"params": new, "lr": settings.learning_rate * _HEAD_RATE}],
+                                  lr=settings.learning_rate, weight_decay=0.01)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / (0.1 * steps + 1))
+                                                 * max(0.0, (steps - step) / steps))
+    return optimizer, schedule
+
+
+def _batch_loss(scores, batch: list[tuple[str, list[str]]]):
+    """The batch's mean cross-entropy of each group's scores, the gold path being each group's first."""
+    import torch
+
+    loss, at = 0.0, 0
+    for _, group_paths in batch:
+        loss = loss + torch.nn.functional.cross_entropy(scores[at:at + len(group_paths)][None], torch.tensor([0]))
+        at += len(group_paths)
+    return loss / len(batch)
 
 
 def _trained_parameters(encoder, layers: int) -> list:
