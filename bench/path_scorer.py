@@ -18,9 +18,13 @@ rerun fits and scores only. No number here is an answer rate: `bench.reproduce` 
     .venv/bin/python -m bench.path_scorer --train 1500 --dev 300 --out runs/path-scorer
     .venv/bin/python -m bench.path_scorer --kinds bi --variants '[{"layers": 2}, {"layers": 4}]'
     .venv/bin/python -m bench.path_scorer --variants '[{}, {"siblings": false}]'
+    .venv/bin/python -m bench.path_scorer --variants '[{}, {"kind": "cross", "learning_rate": 2e-4}]' --rerank 10
 
 A variant's `"siblings": false` fits on the walks without the other ends of a gold path's own
-chain (`without_siblings`): negatives the path cannot tell from the gold.
+chain (`without_siblings`): negatives the path cannot tell from the gold. A variant may name its
+`"kind"`. With `--rerank N`, each scorer after the first also orders the walks with the first
+scorer: its first N re-ordered by this one (a re-ranker), and by the two scores summed, each
+standardized within the walk.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from kgqa.optimizers.labels import gold_labels, labeled_teacher  # noqa: E402
 from kgqa.programs import KGQA, WalkConfig  # noqa: E402
 from kgqa.programs.baselines import SimilarityWalk  # noqa: E402
 from kgqa.programs.ranking import SCORED, scored_text  # noqa: E402
-from kgqa.programs.scorer import PathScorer, ScorerGroup, ScorerSettings  # noqa: E402
+from kgqa.programs.scorer import SETTINGS_FILE, PathScorer, ScorerGroup, ScorerSettings  # noqa: E402
 
 PLACES = {"first": 1, "top 3": 3, "top 10": 10, "any": SCORED}
 
@@ -93,8 +97,31 @@ def places(walks: list[ScorerGroup], order=None) -> dict[str, float]:
     return {name: round(count / max(len(walks), 1), 3) for name, count in counts.items()}
 
 
-def scorer_order(scorer: PathScorer):
-    return lambda walk: scorer.order(walk.question, walk.paths)
+def scored(scorer: PathScorer, walks: list[ScorerGroup]) -> dict[str, list[float]]:
+    """Each walk's scores by `scorer`, by question (a walk view asks each question once)."""
+    return {walk.question: scorer.scores(walk.question, walk.paths) for walk in walks}
+
+
+def reranked(base: dict[str, list[float]], other: dict[str, list[float]], top: int):
+    """The order of `base`'s scores with its first `top` re-ordered by `other`'s (ties keep the base order)."""
+    def order(walk: ScorerGroup) -> list[int]:
+        first = sorted(range(len(walk.paths)), key=lambda i: (-base[walk.question][i], i))
+        again = sorted(first[:top], key=lambda i: (-other[walk.question][i], first.index(i)))
+        return again + first[top:]
+    return order
+
+
+def summed(base: dict[str, list[float]], other: dict[str, list[float]]):
+    """The order of the two scorers' scores summed, each standardized within the walk."""
+    def standard(scores: list[float]) -> list[float]:
+        mean = sum(scores) / max(len(scores), 1)
+        spread = (sum((s - mean) ** 2 for s in scores) / max(len(scores), 1)) ** 0.5 or 1.0
+        return [(s - mean) / spread for s in scores]
+
+    def order(walk: ScorerGroup) -> list[int]:
+        total = [a + b for a, b in zip(standard(base[walk.question]), standard(other[walk.question]))]
+        return sorted(range(len(walk.paths)), key=lambda i: (-total[i], i))
+    return order
 
 
 def firsts(walks: list[ScorerGroup], order) -> list[bool]:
@@ -117,9 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default="[{}]", help="a JSON list of ScorerSettings fields: one scorer fitted for each (and each kind)")
     parser.add_argument("--fit-on", choices=("teacher", "similarity", "both"), default="teacher",
                         help="the compile questions' walks fitted on: the gold-path teacher's (as compiling does), the LLM-free walk's, or both")
+    parser.add_argument("--rerank", type=int, default=0, help="also order each walk by the first scorer with its first N "
+                        "re-ordered by each other scorer, and by the two scorers' standardized scores summed")
     parser.add_argument("--out", type=Path, default=Path("runs/path-scorer"))
     parser.add_argument("--save", action="store_true", help="save each fitted scorer in the output folder (scorer-KIND-N/, N the "
-                        "variant's place in --variants), to be swapped into a compiled program")
+                        "variant's place in --variants), to be swapped into a compiled program; one saved there with the same "
+                        "settings (and walks) is loaded, not fitted again")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     bench = cwq_bench(args.dev, args.train, args.seed, CWQ_MINI, split="dev")
@@ -134,25 +164,36 @@ def main(argv: list[str] | None = None) -> int:
              "similarity": cached(args.out / f"walks-dev-similarity-{args.dev}-seed{args.seed}.json", lambda: similarity_walks(bench, dev))}
     rows = [(view, "hand-set order", places(walks), "", "", "") for view, walks in views.items()]
     first: dict[str, list[bool]] = {}  # the first scorer's first places, per walk view
+    base: dict[str, tuple[str, dict]] = {}  # the first scorer's name and scores, per walk view
     for kind in args.kinds.split(","):
         for number, variant in enumerate(json.loads(args.variants)):
             fitted = dict(variant)
             siblings = fitted.pop("siblings", True)  # not a ScorerSettings field: what the groups are cut from
-            settings = ScorerSettings(**{**json.loads(args.settings), **fitted, "kind": kind})
-            name = f"{kind}-encoder" + (f" {json.dumps(variant)}" if variant else "")
-            scorer = PathScorer.fit(train if siblings else [without_siblings(w) for w in train], settings=settings)
-            if args.save:
-                scorer.save(args.out / f"scorer-{kind}-{number}")
+            settings = ScorerSettings(**{**json.loads(args.settings), "kind": kind, **fitted})  # a variant may name its kind
+            name = f"{settings.kind}-encoder" + (f" {json.dumps(fitted)}" if fitted else "")
+            saved = args.out / f"scorer-{settings.kind}-{number}"  # fitted on these walks: scorer-KIND-N
+            if args.save and (saved / SETTINGS_FILE).exists() and PathScorer.load(saved).settings == settings:
+                scorer = PathScorer.load(saved)  # saved by an earlier run with these settings
+            else:
+                scorer = PathScorer.fit(train if siblings else [without_siblings(w) for w in train], settings=settings)
+                if args.save:
+                    scorer.save(saved)
             print(f"{name}: fitted on {scorer.report.questions} walks, {scorer.report.groups} groups, "
                   f"{scorer.report.seconds:.0f} s, losses {scorer.report.losses}", flush=True)
             for view, walks in views.items():
                 started = time.perf_counter()
-                found = places(walks, scorer_order(scorer))
+                scores = scored(scorer, walks)
                 seconds = f"{time.perf_counter() - started:.0f}"
-                right = firsts(walks, scorer_order(scorer))
-                versus = "+{} / -{}".format(*paired(first[view], right)) if view in first else "(the base)"
-                first.setdefault(view, right)
-                rows.append((view, name, found, f"{scorer.report.seconds:.0f}", seconds, versus))
+                orders = {name: reranked(scores, scores, SCORED)}
+                if args.rerank and view in base:
+                    orders[f"{base[view][0]}, its first {args.rerank} by {name}"] = reranked(base[view][1], scores, args.rerank)
+                    orders[f"{base[view][0]} + {name}, standardized"] = summed(base[view][1], scores)
+                base.setdefault(view, (name, scores))
+                for label, order in orders.items():
+                    right = firsts(walks, order)
+                    versus = "+{} / -{}".format(*paired(first[view], right)) if view in first else "(the base)"
+                    first.setdefault(view, right)
+                    rows.append((view, label, places(walks, order), f"{scorer.report.seconds:.0f}", seconds, versus))
     lines = [f"CWQ-mini dev, {len(dev)} questions outside the compile sample (seed {args.seed}); fitted on the {args.fit_on} walks "
              f"of {args.train} compile questions; settings {args.settings}", "",
              "| walk | order | gold first | in top 3 | in top 10 | among candidates | fit s | scoring s | first: gained / lost |",

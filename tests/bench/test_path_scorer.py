@@ -37,3 +37,17 @@ def test_without_siblings_leaves_out_the_other_ends_of_a_gold_paths_own_chain():
                                                                "Slade -> film -> Eclipse"], [True, False, False])
     unanswered = ScorerGroup("q", ["a -> r -> b", "a -> r -> c"], [False, False])
     assert without_siblings(unanswered) == unanswered  # no gold path: no sibling of one
+
+
+def test_a_second_scorer_reorders_the_first_ones_top_or_is_summed_with_it_standardized():
+    from bench.path_scorer import reranked, summed
+
+    walk = ScorerGroup("q", ["a", "b", "c", "d"], [False, False, False, True])
+    base = {"q": [4.0, 3.0, 2.0, 1.0]}  # a, b, c, d
+    other = {"q": [0.0, 0.0, 5.0, 9.0]}  # d, c, then a and b tied
+    assert reranked(base, base, 10)(walk) == [0, 1, 2, 3]
+    assert reranked(base, other, 3)(walk) == [2, 0, 1, 3]  # only the first three re-ordered; ties keep the base order
+    assert reranked(base, other, 4)(walk) == [3, 2, 0, 1]
+    # each standardized, then summed: a 0.41, b -0.48, c -0.05, d 0.12
+    assert summed(base, other)(walk) == [0, 3, 2, 1]
+    assert summed({"q": []}, {"q": []})(ScorerGroup("q", [], [])) == []
