@@ -19,12 +19,15 @@ rerun fits and scores only. No number here is an answer rate: `bench.reproduce` 
     .venv/bin/python -m bench.path_scorer --kinds bi --variants '[{"layers": 2}, {"layers": 4}]'
     .venv/bin/python -m bench.path_scorer --variants '[{}, {"siblings": false}]'
     .venv/bin/python -m bench.path_scorer --variants '[{}, {"kind": "cross", "learning_rate": 2e-4}]' --rerank 10
+    .venv/bin/python -m bench.path_scorer --variants '[{}, {"layers": 6}]' --fit-seeds 0,1,2 --save
 
 A variant's `"siblings": false` fits on the walks without the other ends of a gold path's own
 chain (`without_siblings`): negatives the path cannot tell from the gold. A variant may name its
 `"kind"`. With `--rerank N`, each scorer after the first also orders the walks with the first
 scorer: its first N re-ordered by this one (a re-ranker), and by the two scores summed, each
-standardized within the walk.
+standardized within the walk. With `--fit-seeds 0,1,2` each variant is fitted once per seed, with a
+row of their mean: the seed alone moves the gold first place by several points in 300 questions,
+so a variant is judged by its mean over seeds, not by one fit against one other.
 """
 
 from __future__ import annotations
@@ -134,6 +137,35 @@ def paired(base: list[bool], other: list[bool]) -> tuple[int, int]:
     return sum(o and not b for b, o in zip(base, other)), sum(b and not o for b, o in zip(base, other))
 
 
+def fit_or_load(walks: list[ScorerGroup], settings: ScorerSettings, saved: Path | None) -> PathScorer:
+    """The scorer fitted on `walks`; with `saved`, kept there, or loaded from there when an earlier
+    run saved one with the same settings (and, as the folder's name says, the same walks)."""
+    if saved is not None and (saved / SETTINGS_FILE).exists():
+        scorer = PathScorer.load(saved)
+        if scorer.settings == settings:
+            return scorer
+    scorer = PathScorer.fit(walks, settings=settings)
+    if saved is not None:
+        scorer.save(saved)
+    return scorer
+
+
+def mean_row(view: str, name: str, rows: list[tuple]) -> tuple:
+    """One variant's rows (one per seed) as one: the mean of each place, fit seconds and first-place counts."""
+    found = {place: round(sum(row[2][place] for row in rows) / len(rows), 3) for place in PLACES}
+    fit = f"{sum(float(row[3]) for row in rows) / len(rows):.0f}"
+    counts = [row[5] for row in rows]
+    mean = "" if None in counts else tuple(round(sum(c[i] for c in counts) / len(counts), 1) for i in (0, 1))
+    return (view, name, found, fit, "", mean)
+
+
+def versus(counts: tuple | str | None) -> str:
+    """'+gained / -lost' against the base; the base itself; nothing for a mean that includes the base."""
+    if isinstance(counts, str):
+        return counts
+    return "+{} / -{}".format(*counts) if counts is not None else "(the base)"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--train", type=int, default=1500)
@@ -146,10 +178,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="the compile questions' walks fitted on: the gold-path teacher's (as compiling does), the LLM-free walk's, or both")
     parser.add_argument("--rerank", type=int, default=0, help="also order each walk by the first scorer with its first N "
                         "re-ordered by each other scorer, and by the two scorers' standardized scores summed")
+    parser.add_argument("--fit-seeds", default="", help="comma-separated: each variant fitted once per ScorerSettings seed "
+                        "(groups, shuffles, the head's start), with a row of their mean")
     parser.add_argument("--out", type=Path, default=Path("runs/path-scorer"))
-    parser.add_argument("--save", action="store_true", help="save each fitted scorer in the output folder (scorer-KIND-N/, N the "
-                        "variant's place in --variants), to be swapped into a compiled program; one saved there with the same "
-                        "settings (and walks) is loaded, not fitted again")
+    parser.add_argument("--save", action="store_true", help="save each fitted scorer in the output folder (scorer-KIND-N[-seedS]/, N "
+                        "the variant's place in --variants), to be swapped into a compiled program; one saved there with the "
+                        "same settings (and walks) is loaded, not fitted again")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     bench = cwq_bench(args.dev, args.train, args.seed, CWQ_MINI, split="dev")
@@ -165,41 +199,47 @@ def main(argv: list[str] | None = None) -> int:
     rows = [(view, "hand-set order", places(walks), "", "", "") for view, walks in views.items()]
     first: dict[str, list[bool]] = {}  # the first scorer's first places, per walk view
     base: dict[str, tuple[str, dict]] = {}  # the first scorer's name and scores, per walk view
+    seeds = [int(seed) for seed in args.fit_seeds.split(",")] if args.fit_seeds else [None]
     for kind in args.kinds.split(","):
         for number, variant in enumerate(json.loads(args.variants)):
             fitted = dict(variant)
             siblings = fitted.pop("siblings", True)  # not a ScorerSettings field: what the groups are cut from
-            settings = ScorerSettings(**{**json.loads(args.settings), "kind": kind, **fitted})  # a variant may name its kind
-            name = f"{settings.kind}-encoder" + (f" {json.dumps(fitted)}" if fitted else "")
-            saved = args.out / f"scorer-{settings.kind}-{number}"  # fitted on these walks: scorer-KIND-N
-            if args.save and (saved / SETTINGS_FILE).exists() and PathScorer.load(saved).settings == settings:
-                scorer = PathScorer.load(saved)  # saved by an earlier run with these settings
-            else:
-                scorer = PathScorer.fit(train if siblings else [without_siblings(w) for w in train], settings=settings)
-                if args.save:
-                    scorer.save(saved)
-            print(f"{name}: fitted on {scorer.report.questions} walks, {scorer.report.groups} groups, "
-                  f"{scorer.report.seconds:.0f} s, losses {scorer.report.losses}", flush=True)
-            for view, walks in views.items():
-                started = time.perf_counter()
-                scores = scored(scorer, walks)
-                seconds = f"{time.perf_counter() - started:.0f}"
-                orders = {name: reranked(scores, scores, SCORED)}
-                if args.rerank and view in base:
-                    orders[f"{base[view][0]}, its first {args.rerank} by {name}"] = reranked(base[view][1], scores, args.rerank)
-                    orders[f"{base[view][0]} + {name}, standardized"] = summed(base[view][1], scores)
-                base.setdefault(view, (name, scores))
-                for label, order in orders.items():
-                    right = firsts(walks, order)
-                    versus = "+{} / -{}".format(*paired(first[view], right)) if view in first else "(the base)"
-                    first.setdefault(view, right)
-                    rows.append((view, label, places(walks, order), f"{scorer.report.seconds:.0f}", seconds, versus))
+            walks_fitted = train if siblings else [without_siblings(w) for w in train]
+            variant_rows = []
+            for seed in seeds:
+                settings = ScorerSettings(**{**json.loads(args.settings), "kind": kind, **fitted,
+                                             **({"seed": seed} if seed is not None else {})})  # a variant may name its kind
+                name = f"{settings.kind}-encoder" + (f" {json.dumps(fitted)}" if fitted else "") + (f" seed {seed}" if seed is not None else "")
+                saved = args.out / (f"scorer-{settings.kind}-{number}" + (f"-seed{seed}" if seed is not None else ""))
+                scorer = fit_or_load(walks_fitted, settings, saved if args.save else None)
+                print(f"{name}: fitted on {scorer.report.questions} walks, {scorer.report.groups} groups, "
+                      f"{scorer.report.seconds:.0f} s, losses {scorer.report.losses}", flush=True)
+                for view, walks in views.items():
+                    started = time.perf_counter()
+                    scores = scored(scorer, walks)
+                    seconds = f"{time.perf_counter() - started:.0f}"
+                    orders = {name: reranked(scores, scores, SCORED)}
+                    if args.rerank and view in base:
+                        orders[f"{base[view][0]}, its first {args.rerank} by {name}"] = reranked(base[view][1], scores, args.rerank)
+                        orders[f"{base[view][0]} + {name}, standardized"] = summed(base[view][1], scores)
+                    base.setdefault(view, (name, scores))
+                    for label, order in orders.items():
+                        right = firsts(walks, order)
+                        counts = paired(first[view], right) if view in first else None
+                        first.setdefault(view, right)
+                        row = (view, label, places(walks, order), f"{scorer.report.seconds:.0f}", seconds, counts)
+                        rows.append(row)
+                        if label == name:
+                            variant_rows.append(row)
+            if len(seeds) > 1:  # the variant's mean over its seeds, per walk view
+                rows += [mean_row(view, f"{kind}-encoder" + (f" {json.dumps(fitted)}" if fitted else "") + f", mean of {len(seeds)} seeds",
+                                  [row for row in variant_rows if row[0] == view]) for view in views]
     lines = [f"CWQ-mini dev, {len(dev)} questions outside the compile sample (seed {args.seed}); fitted on the {args.fit_on} walks "
              f"of {args.train} compile questions; settings {args.settings}", "",
              "| walk | order | gold first | in top 3 | in top 10 | among candidates | fit s | scoring s | first: gained / lost |",
              "|---|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {view} | {order} | {' | '.join(f'{v:.3f}' for v in found.values())} | {fit} | {scoring} | {versus} |"
-              for view, order, found, fit, scoring, versus in rows]
+    lines += [f"| {view} | {order} | {' | '.join(f'{v:.3f}' for v in found.values())} | {fit} | {scoring} | {versus(counts)} |"
+              for view, order, found, fit, scoring, counts in rows]
     (args.out / "table.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

@@ -51,3 +51,17 @@ def test_a_second_scorer_reorders_the_first_ones_top_or_is_summed_with_it_standa
     # each standardized, then summed: a 0.41, b -0.48, c -0.05, d 0.12
     assert summed(base, other)(walk) == [0, 3, 2, 1]
     assert summed({"q": []}, {"q": []})(ScorerGroup("q", [], [])) == []
+
+
+def test_a_variants_seeds_are_averaged_into_one_row():
+    from bench.path_scorer import mean_row, versus
+
+    seed0 = ("teacher", "bi seed 0", {"first": 0.6, "top 3": 0.7, "top 10": 0.8, "any": 0.8}, "300", "50", None)
+    seed1 = ("teacher", "bi seed 1", {"first": 0.5, "top 3": 0.7, "top 10": 0.7, "any": 0.8}, "400", "50", (3, 8))
+    seed2 = ("teacher", "bi seed 2", {"first": 0.55, "top 3": 0.6, "top 10": 0.8, "any": 0.8}, "500", "50", (4, 5))
+    view, name, found, fit, _, counts = mean_row("teacher", "bi, mean of 3 seeds", [seed0, seed1, seed2])
+    assert (view, name, fit) == ("teacher", "bi, mean of 3 seeds", "400")
+    assert found == {"first": 0.55, "top 3": 0.667, "top 10": 0.767, "any": 0.8}
+    assert versus(counts) == ""  # the base is among them: no count against itself
+    assert versus(mean_row("teacher", "m", [seed1, seed2])[5]) == "+3.5 / -6.5"
+    assert versus(None) == "(the base)" and versus((2, 1)) == "+2 / -1"
