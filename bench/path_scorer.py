@@ -137,6 +137,28 @@ def paired(base: list[bool], other: list[bool]) -> tuple[int, int]:
     return sum(o and not b for b, o in zip(base, other)), sum(b and not o for b, o in zip(base, other))
 
 
+def scorer_rows(view: str, walks: list[ScorerGroup], scorer: PathScorer, name: str, *, rerank: int,
+                base: dict[str, tuple[str, dict]], first: dict[str, list[bool]]) -> list[tuple]:
+    """One fitted scorer's table rows on one walk view: its own order, then (with `rerank`) its
+    combinations with the first scorer fitted (`base`: its name and scores, per view); each row's
+    first places paired with the first scorer's (`first`, per view). The first scorer fills both."""
+    started = time.perf_counter()
+    scores = scored(scorer, walks)
+    seconds = f"{time.perf_counter() - started:.0f}"
+    orders = {name: reranked(scores, scores, SCORED)}
+    if rerank and view in base:
+        orders[f"{base[view][0]}, its first {rerank} by {name}"] = reranked(base[view][1], scores, rerank)
+        orders[f"{base[view][0]} + {name}, standardized"] = summed(base[view][1], scores)
+    base.setdefault(view, (name, scores))
+    rows = []
+    for label, order in orders.items():
+        right = firsts(walks, order)
+        counts = paired(first[view], right) if view in first else None
+        first.setdefault(view, right)
+        rows.append((view, label, places(walks, order), f"{scorer.report.seconds:.0f}", seconds, counts))
+    return rows
+
+
 def fit_or_load(walks: list[ScorerGroup], settings: ScorerSettings, saved: Path | None) -> PathScorer:
     """The scorer fitted on `walks`; with `saved`, kept there, or loaded from there when an earlier
     run saved one with the same settings (and, as the folder's name says, the same walks)."""
@@ -215,24 +237,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name}: fitted on {scorer.report.questions} walks, {scorer.report.groups} groups, "
                       f"{scorer.report.seconds:.0f} s, losses {scorer.report.losses}", flush=True)
                 for view, walks in views.items():
-                    started = time.perf_counter()
-                    scores = scored(scorer, walks)
-                    seconds = f"{time.perf_counter() - started:.0f}"
-                    orders = {name: reranked(scores, scores, SCORED)}
-                    if args.rerank and view in base:
-                        orders[f"{base[view][0]}, its first {args.rerank} by {name}"] = reranked(base[view][1], scores, args.rerank)
-                        orders[f"{base[view][0]} + {name}, standardized"] = summed(base[view][1], scores)
-                    base.setdefault(view, (name, scores))
-                    for label, order in orders.items():
-                        right = firsts(walks, order)
-                        counts = paired(first[view], right) if view in first else None
-                        first.setdefault(view, right)
-                        row = (view, label, places(walks, order), f"{scorer.report.seconds:.0f}", seconds, counts)
-                        rows.append(row)
-                        if label == name:
-                            variant_rows.append(row)
+                    own, *combined = scorer_rows(view, walks, scorer, name, rerank=args.rerank, base=base, first=first)
+                    rows += [own, *combined]
+                    variant_rows.append(own)
             if len(seeds) > 1:  # the variant's mean over its seeds, per walk view
-                rows += [mean_row(view, f"{kind}-encoder" + (f" {json.dumps(fitted)}" if fitted else "") + f", mean of {len(seeds)} seeds",
+                rows += [mean_row(view, f"{settings.kind}-encoder" + (f" {json.dumps(fitted)}" if fitted else "") + f", mean of {len(seeds)} seeds",
                                   [row for row in variant_rows if row[0] == view]) for view in views]
     lines = [f"CWQ-mini dev, {len(dev)} questions outside the compile sample (seed {args.seed}); fitted on the {args.fit_on} walks "
              f"of {args.train} compile questions; settings {args.settings}", "",

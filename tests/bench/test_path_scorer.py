@@ -65,3 +65,26 @@ def test_a_variants_seeds_are_averaged_into_one_row():
     assert versus(counts) == ""  # the base is among them: no count against itself
     assert versus(mean_row("teacher", "m", [seed1, seed2])[5]) == "+3.5 / -6.5"
     assert versus(None) == "(the base)" and versus((2, 1)) == "+2 / -1"
+
+
+def test_each_scorer_gets_its_own_row_and_with_rerank_its_combinations_with_the_first_paired_against_it():
+    from bench.path_scorer import scorer_rows
+    from kgqa.programs.scorer import FitReport
+
+    class Fixed:  # scores fixed by path: what a fitted scorer returns, without fitting one
+        def __init__(self, by_path: dict[str, float], seconds: float) -> None:
+            self.by_path, self.report = by_path, FitReport(seconds=seconds)
+
+        def scores(self, question, paths):
+            return [self.by_path[p] for p in paths]
+
+    walks = [ScorerGroup("q1", ["a", "b", "c"], [False, True, False]), ScorerGroup("q2", ["a", "c"], [True, False])]
+    first_scorer, second_scorer = Fixed({"a": 3.0, "b": 2.0, "c": 1.0}, 10), Fixed({"a": 0.0, "b": 5.0, "c": 9.0}, 20)
+    base, first = {}, {}
+    (only,) = scorer_rows("teacher", walks, first_scorer, "one", rerank=2, base=base, first=first)
+    assert only[:2] == ("teacher", "one") and only[2]["first"] == 0.5 and only[3] == "10" and only[5] is None
+    assert first == {"teacher": [False, True]} and base["teacher"][0] == "one"
+    own, top, both = scorer_rows("teacher", walks, second_scorer, "two", rerank=2, base=base, first=first)
+    assert own[1] == "two" and own[2]["first"] == 0.0 and own[5] == (0, 1)  # c first on both: q2's gold lost
+    assert top[1] == "one, its first 2 by two" and top[2]["first"] == 0.5 and top[5] == (1, 1)  # q1: b over a; q2: c over a
+    assert both[1] == "one + two, standardized" and both[5] is not None
