@@ -104,18 +104,24 @@ def records(program, examples: Iterable[tuple[str, dspy.Example]]) -> Iterable[d
 
 def differences(before: Sequence[dict], after: Sequence[dict]) -> list[str]:
     """What differs between two runs of the same questions, a line per field that does ('id: field: old | new')."""
-    if [(r["sample"], r["id"]) for r in before] != [(r["sample"], r["id"]) for r in after]:
+    if not same_questions(before, after):
         return [f"not the same questions: {len(before)} records before, {len(after)} after"]
-    found = []
-    for old, new in zip(before, after):
-        for name in sorted(set(old) | set(new)):
-            if name == "trace":
-                fields = sorted(set(old["trace"]) | set(new["trace"]))
-                found += [f"{old['id']}: trace.{f}: {str(old['trace'].get(f))[:120]} | {str(new['trace'].get(f))[:120]}"
-                          for f in fields if old["trace"].get(f) != new["trace"].get(f)]
-            elif old.get(name) != new.get(name):
-                found.append(f"{old['id']}: {name}: {str(old.get(name))[:120]} | {str(new.get(name))[:120]}")
-    return found
+    return [line for old, new in zip(before, after) for line in _differing(old, new)]
+
+
+def same_questions(before: Sequence[dict], after: Sequence[dict]) -> bool:
+    """Whether two runs asked the same questions in the same order."""
+    return [(r["sample"], r["id"]) for r in before] == [(r["sample"], r["id"]) for r in after]
+
+
+def _differing(old: dict, new: dict) -> list[str]:
+    """The fields in which one question's two records differ, the trace's field by field."""
+    def fields(record: dict) -> dict:
+        return {k: v for k, v in record.items() if k != "trace"} | {f"trace.{k}": v for k, v in record.get("trace", {}).items()}
+
+    was, now = fields(old), fields(new)
+    return [f"{old['id']}: {name}: {str(was.get(name))[:120]} | {str(now.get(name))[:120]}"
+            for name in sorted(set(was) | set(now)) if was.get(name) != now.get(name)]
 
 
 def _questions(dataset: str, program_dir: Path, size: int):
@@ -140,15 +146,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--against", type=Path, default=None, help="an earlier run's records to compare with")
     args = parser.parse_args(argv)
     program, examples = _questions(args.dataset, args.program, args.questions)
-    written = list(records(program, examples))
-    args.out.write_text("".join(json.dumps(r, sort_keys=True, default=str) + "\n" for r in written))
-    print(f"{len(written)} questions walked with the fake LM: {args.out}")
+    lines = [json.dumps(r, sort_keys=True, default=str) for r in records(program, examples)]
+    args.out.write_text("".join(line + "\n" for line in lines))
+    print(f"{len(lines)} questions walked with the fake LM: {args.out}")
     if args.against is None:
         return 0
     before = [json.loads(line) for line in args.against.read_text().splitlines() if line.strip()]
-    after = [json.loads(json.dumps(r, sort_keys=True, default=str)) for r in written]
+    after = [json.loads(line) for line in lines]  # as written: what a later run reads back
     found = differences(before, after)
-    changed = len({line.split(":")[0] for line in found})
+    changed = sum(bool(_differing(old, new)) for old, new in zip(before, after)) if same_questions(before, after) else len(after)
     print(f"against {args.against}: {len(after) - changed} of {len(after)} questions walked the same")
     print("\n".join(found[:20]))
     return 1 if found else 0
