@@ -145,7 +145,7 @@ def scorer_rows(view: str, walks: list[ScorerGroup], scorer: PathScorer, name: s
     started = time.perf_counter()
     scores = scored(scorer, walks)
     seconds = f"{time.perf_counter() - started:.0f}"
-    orders = {name: reranked(scores, scores, SCORED)}
+    orders = {name: reranked(scores, scores, SCORED)}  # its own order: by its scores alone
     if rerank and view in base:
         orders[f"{base[view][0]}, its first {rerank} by {name}"] = reranked(base[view][1], scores, rerank)
         orders[f"{base[view][0]} + {name}, standardized"] = summed(base[view][1], scores)
@@ -227,11 +227,12 @@ def main(argv: list[str] | None = None) -> int:
             fitted = dict(variant)
             siblings = fitted.pop("siblings", True)  # not a ScorerSettings field: what the groups are cut from
             walks_fitted = train if siblings else [without_siblings(w) for w in train]
+            label = f"{fitted.get('kind', kind)}-encoder" + (f" {json.dumps(fitted)}" if fitted else "")  # a variant may name its kind
             variant_rows = []
             for seed in seeds:
                 settings = ScorerSettings(**{**json.loads(args.settings), "kind": kind, **fitted,
-                                             **({"seed": seed} if seed is not None else {})})  # a variant may name its kind
-                name = f"{settings.kind}-encoder" + (f" {json.dumps(fitted)}" if fitted else "") + (f" seed {seed}" if seed is not None else "")
+                                             **({"seed": seed} if seed is not None else {})})
+                name = label + (f" seed {seed}" if seed is not None else "")
                 saved = args.out / (f"scorer-{settings.kind}-{number}" + (f"-seed{seed}" if seed is not None else ""))
                 scorer = fit_or_load(walks_fitted, settings, saved if args.save else None)
                 print(f"{name}: fitted on {scorer.report.questions} walks, {scorer.report.groups} groups, "
@@ -241,8 +242,8 @@ def main(argv: list[str] | None = None) -> int:
                     rows += [own, *combined]
                     variant_rows.append(own)
             if len(seeds) > 1:  # the variant's mean over its seeds, per walk view
-                rows += [mean_row(view, f"{settings.kind}-encoder" + (f" {json.dumps(fitted)}" if fitted else "") + f", mean of {len(seeds)} seeds",
-                                  [row for row in variant_rows if row[0] == view]) for view in views]
+                rows += [mean_row(view, f"{label}, mean of {len(seeds)} seeds", [row for row in variant_rows if row[0] == view])
+                         for view in views]
     lines = [f"CWQ-mini dev, {len(dev)} questions outside the compile sample (seed {args.seed}); fitted on the {args.fit_on} walks "
              f"of {args.train} compile questions; settings {args.settings}", "",
              "| walk | order | gold first | in top 3 | in top 10 | among candidates | fit s | scoring s | first: gained / lost |",
