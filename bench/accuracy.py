@@ -133,13 +133,16 @@ def metaqa_bench(per_hop: int, train: int, seed: int, metaqa: Path) -> Bench:
     return Bench("metaqa", KnowledgeGraph(store, profile="metaqa"), test, trainset)
 
 
-def cwq_bench(size: int, train: int, seed: int, cwq: Path, *, split: str = "test", types: Sequence[str] = ()) -> Bench:
+def cwq_bench(size: int, train: int, seed: int, cwq: Path, *, split: str = "test", types: Sequence[str] = (),
+              more: int = 0) -> Bench:
     """`size` seeded `cwq_mini_test` questions and `train` seeded `cwq_mini_dev` questions, over
     one store built from all their graphs (each row's graph is cut from the same union graph).
     `split="dev"`: the `size` questions are `cwq_mini_dev` rows outside the compile sample instead
     (sample "dev"), what a change of the walk is tuned on before it meets the test questions.
     `types`: the sample is drawn from the questions of these `compositionality_type`s only; a `size`
-    above their number takes them all."""
+    above their number takes them all. `more`: also that many seeded `cwq_mini_dev` rows outside
+    the compile sample and the other sample (sample "more": more training questions, for a
+    learning curve), the same samples as without them."""
     dev = list(load_rog(cwq / "cwq_mini_dev.jsonl.gz"))
     trainset = compile_sample(dev, train, seed)
     taken = {ex.id for ex in trainset}
@@ -147,7 +150,11 @@ def cwq_bench(size: int, train: int, seed: int, cwq: Path, *, split: str = "test
     if types:
         rows = [ex for ex in rows if getattr(ex, "compositionality_type", None) in types]
     test = {split: random.Random(seed).sample(rows, min(size, len(rows)))}
-    triples = dict.fromkeys(tuple(t) for ex in [*test[split], *trainset] for t in ex.graph)
+    if more:
+        taken |= {ex.id for ex in test[split]}
+        rest = [ex for ex in dev if ex.id not in taken]
+        test["more"] = random.Random(f"more-{seed}").sample(rest, min(more, len(rest)))
+    triples = dict.fromkeys(tuple(t) for samples in test.values() for ex in [*samples, *trainset] for t in ex.graph)
     store = EmbeddedStore()
     store.add_triples(graph_triples(triples))
     return Bench("cwq-mini", KnowledgeGraph(store, profile=ROG), test, trainset)

@@ -20,6 +20,7 @@ rerun fits and scores only. No number here is an answer rate: `bench.reproduce` 
     .venv/bin/python -m bench.path_scorer --variants '[{}, {"siblings": false}]'
     .venv/bin/python -m bench.path_scorer --variants '[{}, {"kind": "cross", "learning_rate": 2e-4}]' --rerank 10
     .venv/bin/python -m bench.path_scorer --variants '[{}, {"layers": 6}]' --fit-seeds 0,1,2 --save
+    .venv/bin/python -m bench.path_scorer --more 590 --variants '[{"questions": 750}, {"questions": 1500}, {}]' --fit-seeds 0,1,2 --save
 
 A variant's `"siblings": false` fits on the walks without the other ends of a gold path's own
 chain (`without_siblings`): negatives the path cannot tell from the gold. A variant may name its
@@ -28,6 +29,10 @@ scorer: its first N re-ordered by this one (a re-ranker), and by the two scores 
 standardized within the walk. With `--fit-seeds 0,1,2` each variant is fitted once per seed, with a
 row of their mean: the seed alone moves the gold first place by several points in 300 questions,
 so a variant is judged by its mean over seeds, not by one fit against one other.
+
+A learning curve: `--more N` also walks N other dev questions (outside the compile sample and the
+scored ones) with the teacher and fits on them after the compile questions' walks; a variant's
+`"questions": n` fits on the first n of those walks only.
 """
 
 from __future__ import annotations
@@ -202,13 +207,15 @@ def main(argv: list[str] | None = None) -> int:
                         "re-ordered by each other scorer, and by the two scorers' standardized scores summed")
     parser.add_argument("--fit-seeds", default="", help="comma-separated: each variant fitted once per ScorerSettings seed "
                         "(groups, shuffles, the head's start), with a row of their mean")
+    parser.add_argument("--more", type=int, default=0, help="also fit on the teacher's walks of this many other dev questions "
+                        "(outside the compile sample and the scored ones), after the compile questions'")
     parser.add_argument("--out", type=Path, default=Path("runs/path-scorer"))
-    parser.add_argument("--save", action="store_true", help="save each fitted scorer in the output folder (scorer-KIND-N[-seedS]/, N "
-                        "the variant's place in --variants), to be swapped into a compiled program; one saved there with the "
-                        "same settings (and walks) is loaded, not fitted again")
+    parser.add_argument("--save", action="store_true", help="save each fitted scorer in the output folder (scorer-KIND-N-W[-seedS]/, "
+                        "N the variant's place in --variants, W the walks fitted on), to be swapped into a compiled program; one "
+                        "saved there with the same settings (and walks) is loaded, not fitted again")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    bench = cwq_bench(args.dev, args.train, args.seed, CWQ_MINI, split="dev")
+    bench = cwq_bench(args.dev, args.train, args.seed, CWQ_MINI, split="dev", more=args.more)
     program = KGQA(bench.kg, config=bench.walk(WalkConfig()))
     dev = bench.test["dev"]
     train = []
@@ -216,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         train += cached(args.out / f"walks-train-{args.train}-seed{args.seed}.json", lambda: teacher_walks(program, bench.train, bench.kg))
     if args.fit_on in ("similarity", "both"):  # the LLM-free walk's candidates of the same questions
         train += cached(args.out / f"walks-train-similarity-{args.train}-seed{args.seed}.json", lambda: similarity_walks(bench, bench.train))
+    if args.more:  # more training questions, for a learning curve
+        train += cached(args.out / f"walks-more-{args.more}-seed{args.seed}.json", lambda: teacher_walks(program, bench.test["more"], bench.kg))
     views = {"teacher": cached(args.out / f"walks-dev-teacher-{args.dev}-seed{args.seed}.json", lambda: teacher_walks(program, dev, bench.kg)),
              "similarity": cached(args.out / f"walks-dev-similarity-{args.dev}-seed{args.seed}.json", lambda: similarity_walks(bench, dev))}
     rows = [(view, "hand-set order", places(walks), "", "", "") for view, walks in views.items()]
@@ -225,15 +234,16 @@ def main(argv: list[str] | None = None) -> int:
     for kind in args.kinds.split(","):
         for number, variant in enumerate(json.loads(args.variants)):
             fitted = dict(variant)
-            siblings = fitted.pop("siblings", True)  # not a ScorerSettings field: what the groups are cut from
-            walks_fitted = train if siblings else [without_siblings(w) for w in train]
-            label = f"{fitted.get('kind', kind)}-encoder" + (f" {json.dumps(fitted)}" if fitted else "")  # a variant may name its kind
+            siblings = fitted.pop("siblings", True)  # not ScorerSettings fields: what the groups are cut from
+            walks_fitted = train[: fitted.pop("questions", len(train))]
+            walks_fitted = walks_fitted if siblings else [without_siblings(w) for w in walks_fitted]
+            label = f"{fitted.get('kind', kind)}-encoder" + (f" {json.dumps(variant)}" if variant else "")  # a variant may name its kind
             variant_rows = []
             for seed in seeds:
                 settings = ScorerSettings(**{**json.loads(args.settings), "kind": kind, **fitted,
                                              **({"seed": seed} if seed is not None else {})})
                 name = label + (f" seed {seed}" if seed is not None else "")
-                saved = args.out / (f"scorer-{settings.kind}-{number}" + (f"-seed{seed}" if seed is not None else ""))
+                saved = args.out / (f"scorer-{settings.kind}-{number}-{len(walks_fitted)}" + (f"-seed{seed}" if seed is not None else ""))
                 scorer = fit_or_load(walks_fitted, settings, saved if args.save else None)
                 print(f"{name}: fitted on {scorer.report.questions} walks, {scorer.report.groups} groups, "
                       f"{scorer.report.seconds:.0f} s, losses {scorer.report.losses}", flush=True)
@@ -245,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
                 rows += [mean_row(view, f"{label}, mean of {len(seeds)} seeds", [row for row in variant_rows if row[0] == view])
                          for view in views]
     lines = [f"CWQ-mini dev, {len(dev)} questions outside the compile sample (seed {args.seed}); fitted on the {args.fit_on} walks "
-             f"of {args.train} compile questions; settings {args.settings}", "",
+             f"of {args.train} compile questions" + (f" and the teacher's of {args.more} more" if args.more else "")
+             + f"; settings {args.settings}", "",
              "| walk | order | gold first | in top 3 | in top 10 | among candidates | fit s | scoring s | first: gained / lost |",
              "|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {view} | {order} | {' | '.join(f'{v:.3f}' for v in found.values())} | {fit} | {scoring} | {versus(counts)} |"

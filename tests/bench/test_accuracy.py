@@ -54,6 +54,19 @@ def test_the_dev_split_asks_dev_questions_the_program_was_not_compiled_on(shared
     assert all(linked.get(ex.topic_entities[0]) for ex in dev.test["dev"])
 
 
+def test_more_adds_other_dev_questions_and_leaves_the_samples_as_they_were(shared_data):
+    from bench.accuracy import cwq_bench
+
+    plain = cwq_bench(8, 20, 0, shared_data / "cwq_mini", split="dev")
+    bench = cwq_bench(8, 20, 0, shared_data / "cwq_mini", split="dev", more=5)
+    assert [ex.id for ex in bench.test["dev"]] == [ex.id for ex in plain.test["dev"]]
+    assert [ex.id for ex in bench.train] == [ex.id for ex in plain.train]
+    more = {ex.id for ex in bench.test["more"]}
+    assert len(more) == 5 and not more & {ex.id for ex in [*bench.test["dev"], *bench.train]}
+    linked = bench.kg.link(ex.topic_entities[0] for ex in bench.test["more"])  # their graphs are in the store
+    assert all(linked.get(ex.topic_entities[0]) for ex in bench.test["more"])
+
+
 def test_types_sample_only_questions_of_those_types_and_all_of_them_when_asked_for_more(shared_data):
     from bench.accuracy import cwq_bench
 
