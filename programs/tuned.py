@@ -10,6 +10,7 @@ PRIOR_WEIGHT = 0.5  # times the compiled chain prior's weight (0..1), added to a
 # and to a relation's when the beam fills without the path scorer (dc5eab9, hand-set)
 PLANNED_BONUS = 0.3  # added to the similarity (0..1) of a candidate on the plan's chosen chain at its depth:
 # 0.15 -> 0.3 took MetaQA 3-hop seed 1 from Hits@1 0.900 to 0.967, the same compiled program (ddf3d29)
+# kept with the path scorer on: at 0 it lost 3 of 90 MetaQA seed-0 answers, gained none (docs/results.md)
 
 # The hop (`programs.kgqa`)
 NOT_GONE_ON = 0.25  # the score factor of a relation neither the prune (1.0) nor the beam (0.5) chose; its ends
