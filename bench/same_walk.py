@@ -104,9 +104,15 @@ def records(program, examples: Iterable[tuple[str, dspy.Example]]) -> Iterable[d
 
 def differences(before: Sequence[dict], after: Sequence[dict]) -> list[str]:
     """What differs between two runs of the same questions, a line per field that does ('id: field: old | new')."""
+    return [line for lines in by_question(before, after) for line in lines]
+
+
+def by_question(before: Sequence[dict], after: Sequence[dict]) -> list[list[str]]:
+    """Each question's lines of `differences` (none where it walked the same); one list of one line
+    when the two runs did not ask the same questions."""
     if not same_questions(before, after):
-        return [f"not the same questions: {len(before)} records before, {len(after)} after"]
-    return [line for old, new in zip(before, after) for line in _differing(old, new)]
+        return [[f"not the same questions: {len(before)} records before, {len(after)} after"]]
+    return [_differing(old, new) for old, new in zip(before, after)]
 
 
 def same_questions(before: Sequence[dict], after: Sequence[dict]) -> bool:
@@ -153,9 +159,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     before = [json.loads(line) for line in args.against.read_text().splitlines() if line.strip()]
     after = [json.loads(line) for line in lines]  # as written: what a later run reads back
-    found = differences(before, after)
-    changed = sum(bool(_differing(old, new)) for old, new in zip(before, after)) if same_questions(before, after) else len(after)
-    print(f"against {args.against}: {len(after) - changed} of {len(after)} questions walked the same")
+    per_question = by_question(before, after)
+    found = [line for lines in per_question for line in lines]
+    same = sum(not lines for lines in per_question) if same_questions(before, after) else 0
+    print(f"against {args.against}: {same} of {len(after)} questions walked the same")
     print("\n".join(found[:20]))
     return 1 if found else 0
 

@@ -41,12 +41,18 @@ def test_a_walk_under_the_fake_lm_is_repeatable_and_a_change_of_the_walk_shows(d
     assert differences(before, narrower[:-1]) == [f"not the same questions: {len(before)} records before, {len(before) - 1} after"]
 
 
-def test_the_command_compares_with_an_earlier_run_and_fails_on_a_difference(tmp_path, monkeypatch, demo_store, demo_train):
+def test_the_command_compares_with_an_earlier_run_and_fails_on_a_difference(tmp_path, monkeypatch, capsys, demo_store,
+                                                                            demo_train):
     programs = iter([fresh(demo_store), fresh(demo_store), fresh(demo_store, choices_shown=1)])
     monkeypatch.setattr("bench.same_walk._questions", lambda *args: (next(programs), [("train", ex) for ex in demo_train]))
     options = ["--dataset", "cwq", "--program", str(tmp_path)]
     first, second, third = tmp_path / "1.jsonl", tmp_path / "2.jsonl", tmp_path / "3.jsonl"
     assert main([*options, "--out", str(first)]) == 0
     assert len(first.read_text().splitlines()) == len(demo_train) and json.loads(first.read_text().splitlines()[0])["trace"]
+    n = len(demo_train)
+    capsys.readouterr()
     assert main([*options, "--out", str(second), "--against", str(first)]) == 0
+    assert f"{n} of {n} questions walked the same" in capsys.readouterr().out
     assert main([*options, "--out", str(third), "--against", str(first)]) == 1
+    walked_same = int(capsys.readouterr().out.split(f"against {first}: ")[1].split(" of ")[0])
+    assert walked_same < n  # only the questions whose walk the narrower choice changed count as changed
