@@ -3,8 +3,9 @@
 The prior (`programs/chains.py`) ranks a question's candidate answers by the relation chains its
 nearest training questions were answered by. Which chains a training question teaches is its label:
 RoG's `ground_paths` as the data gives them (shortest paths in the whole of Freebase), those of
-them that reach a gold answer in the row's own graph, or `walked_chains` (what compiling uses: the
-shortest chains to a gold answer in the row's own graph). For each labeling the prior is fitted on
+them that reach a gold answer in the row's own graph, or the shortest chains to a gold answer in the
+row's own graph (what compiling used before it labeled questions in the program's graph,
+`optimizers.paths`). For each labeling the prior is fitted on
 `--train` dev questions, drawn as `bench.accuracy --split dev` draws its compile sample
 (`random.Random("compile-SEED")`), and scored on `--size` other dev questions
 (`random.Random(SEED)`): of the relation chains (at most 3 relations, the profile's hidden ones
@@ -32,7 +33,7 @@ import dspy  # noqa: E402
 from kgqa.data.rog import load_rog  # noqa: E402
 from kgqa.evaluate.metrics import gold_relation_paths  # noqa: E402
 from kgqa.kg.profiles import ROG  # noqa: E402
-from kgqa.optimizers.labels import gold_among, graph_chains, walked_chains  # noqa: E402
+from kgqa.optimizers.labels import gold_among, graph_chains  # noqa: E402
 from kgqa.programs.chains import ChainPrior  # noqa: E402
 from kgqa.programs.embedder import Embedder  # noqa: E402
 
@@ -54,10 +55,19 @@ def holding_ground_paths(example: dspy.Example) -> list[list[str]]:
     return [path for path in gold_relation_paths(example) if gold_among(example, offered.get(tuple(path), set()))]
 
 
+def shortest_hits(example: dspy.Example) -> list[list[str]]:
+    """The shortest chains of the example's own graph that reach a gold answer."""
+    for layer in graph_chains(example, skips=ROG.skips):
+        hits = [chain for chain, ends in layer.items() if gold_among(example, ends)]
+        if hits:
+            return [list(chain) for chain in sorted(hits)]
+    return []
+
+
 LABELINGS: dict[str, Callable[[dspy.Example], list[list[str]]]] = {
     "RoG ground_paths": gold_relation_paths,
     "ground_paths that hold in the row's graph": holding_ground_paths,
-    "walked_chains (compiling's)": lambda example: walked_chains(example, skips=ROG.skips),
+    "shortest chains to a gold answer in the row's graph": shortest_hits,
 }
 
 

@@ -20,6 +20,7 @@ rerun fits and scores only. No number here is an answer rate: `bench.reproduce` 
     .venv/bin/python -m bench.path_scorer --variants '[{}, {"siblings": false}]'
     .venv/bin/python -m bench.path_scorer --variants '[{}, {"kind": "cross", "learning_rate": 2e-4}]' --rerank 10
     .venv/bin/python -m bench.path_scorer --variants '[{}, {"layers": 6}]' --fit-seeds 0,1,2 --save
+    .venv/bin/python -m bench.path_scorer --answers-alone --fit-seeds 0,1,2 --out runs/ps-answers
     .venv/bin/python -m bench.path_scorer --more 590 --variants '[{"questions": 750}, {"questions": 1500}, {}]' --fit-seeds 0,1,2 --save
 
 A variant's `"siblings": false` fits on the walks without the other ends of a gold path's own
@@ -46,9 +47,10 @@ from kgqa.env import stay_offline
 
 stay_offline()
 
-from bench.accuracy import CWQ_FLOOR_DEPTH, CWQ_MINI, cwq_bench  # noqa: E402
+from bench.accuracy import CWQ_FLOOR_DEPTH, CWQ_MINI, Bench, cwq_bench  # noqa: E402
 from kgqa.evaluate.metrics import same_answer  # noqa: E402
 from kgqa.optimizers.labels import gold_labels, labeled_teacher  # noqa: E402
+from kgqa.optimizers.paths import label_trainset  # noqa: E402
 from kgqa.programs import KGQA, WalkConfig  # noqa: E402
 from kgqa.programs.baselines import SimilarityWalk  # noqa: E402
 from kgqa.programs.ranking import SCORED, scored_text  # noqa: E402
@@ -58,9 +60,19 @@ PLACES = {"first": 1, "top 3": 3, "top 10": 10, "any": SCORED}
 
 
 def teacher_walks(program: KGQA, examples: list, kg) -> list[ScorerGroup]:
-    """Each example walked by the gold-path teacher, its candidates in the hand-set order: what compiling fits on."""
+    """Each example walked by the gold-path teacher, its candidates in the hand-set order: what compiling fits on
+    (the examples labeled as compiling labels them)."""
+    examples, _ = label_trainset(examples, kg)
     return gold_labels(program, examples, teacher=labeled_teacher(examples, kg=kg), answers=0, sufficiency=0,
                        scorer=len(examples)).scorer
+
+
+def answers_alone(bench: Bench) -> Bench:
+    """The same bench with every question's given gold paths removed: questions, answers and topics."""
+    def plain(examples):
+        return [ex.copy(ground_paths=[]) for ex in examples]
+
+    return Bench(bench.dataset, bench.kg, {name: plain(samples) for name, samples in bench.test.items()}, plain(bench.train))
 
 
 def similarity_walks(bench, examples: list) -> list[ScorerGroup]:
@@ -209,13 +221,17 @@ def main(argv: list[str] | None = None) -> int:
                         "(groups, shuffles, the head's start), with a row of their mean")
     parser.add_argument("--more", type=int, default=0, help="also fit on the teacher's walks of this many other dev questions "
                         "(outside the compile sample and the scored ones), after the compile questions'")
+    parser.add_argument("--answers-alone", action="store_true", help="the questions' RoG ground_paths removed: the teacher "
+                        "walks the paths found in the graph from the answers alone (`optimizers.paths`)")
     parser.add_argument("--out", type=Path, default=Path("runs/path-scorer"))
     parser.add_argument("--save", action="store_true", help="save each fitted scorer in the output folder (scorer-KIND-N-W[-seedS]/, "
                         "N the variant's place in --variants, W the walks fitted on), to be swapped into a compiled program; one "
                         "saved there with the same settings (and walks) is loaded, not fitted again")
     args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)  # one folder per labeling: its walks are cached there
     bench = cwq_bench(args.dev, args.train, args.seed, CWQ_MINI, split="dev", more=args.more)
+    if args.answers_alone:
+        bench = answers_alone(bench)
     program = KGQA(bench.kg, config=bench.walk(WalkConfig()))
     dev = bench.test["dev"]
     train = []
@@ -256,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
                          for view in views]
     lines = [f"CWQ-mini dev, {len(dev)} questions outside the compile sample (seed {args.seed}); fitted on the {args.fit_on} walks "
              f"of {args.train} compile questions" + (f" and the teacher's of {args.more} more" if args.more else "")
-             + f"; settings {args.settings}", "",
+             + f"; settings {args.settings}" + ("; labeled from the answers alone (ground_paths removed)" if args.answers_alone else ""), "",
              "| walk | order | gold first | in top 3 | in top 10 | among candidates | fit s | scoring s | first: gained / lost |",
              "|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {view} | {order} | {' | '.join(f'{v:.3f}' for v in found.values())} | {fit} | {scoring} | {versus(counts)} |"

@@ -104,8 +104,12 @@ def feedback(example, prediction, trace=None, pred_name=None, pred_trace=None) -
 
 def gold_paths(example: dspy.Example) -> list[list[tuple[str, str | None]]]:
     """The gold relation paths of an example as (relation, direction) pairs, direction "out", "in"
-    or None where the data does not say: the demo's `path`, MetaQA's `qtype`, RoG/CWQ's
-    `ground_paths`; none when the data has none."""
+    or None where the data does not say: the paths the compile labeled it with (`teacher_paths`,
+    `optimizers.paths`: given ones that hold in its graph, or found there from its answers), else the
+    demo's `path`, MetaQA's `qtype`, RoG/CWQ's `ground_paths`; none when the data has none."""
+    labeled = getattr(example, "teacher_paths", None)
+    if labeled is not None:
+        return [[(relation, direction) for relation, direction in path] for path in labeled]
     path = getattr(example, "path", None)
     if path:
         return [[(relation, direction) for relation, direction in path]]

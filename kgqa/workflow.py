@@ -79,7 +79,11 @@ def compile_to_dir(
             report = scorer.report
             tracking.log_metrics("scorer_", {"questions": report.questions, "groups": report.groups, "fit_seconds": report.seconds,
                                              "last_loss": report.losses[-1] if report.losses else 0.0})
-        save_program(compiled, out, settings={**settings, "optimizer": optimizer, "budget": asdict(budget), "compile_seconds": seconds})
+        labels = getattr(compiled, "path_labels", None)  # how many training questions had gold paths, and from where
+        if labels:
+            tracking.log_metrics("path_labels_", labels)
+        save_program(compiled, out, settings={**settings, "optimizer": optimizer, "budget": asdict(budget), "compile_seconds": seconds,
+                                              **({"path_labels": labels} if labels else {})})
         if devset:
             summaries["after"] = evaluate(compiled, devset, out=out / "dev_after.jsonl", threads=threads, progress=progress)
             tracking.log_metrics("dev_after_", summaries["after"].as_dict())

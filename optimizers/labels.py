@@ -1,7 +1,8 @@
 """Intermediate labels: a teacher LM that answers every step of the walk from an example's gold
 relation path, so that bootstrapping records demos of right plans and right relation choices.
 
-Where the data has gold paths (MetaQA's `qtype`, the demo's `path`, CWQ's `ground_paths`), a
+The gold paths are the compile's labels (`optimizers.paths`: the data's own where they hold in the
+graph, else found there from the answers alone). A
 small model rarely walks a whole multi-hop question right on its own, so bootstrapping with it as
 teacher keeps few and mostly 1-hop demos. This teacher plans one hop per gold relation and, at
 each hop, chooses the gold relation among the candidates actually offered; the walk still runs
@@ -30,57 +31,13 @@ _HOP = re.compile(r"^hop (\d+)")
 _NO_ANSWER_YET = ": no answer yet"  # the teacher's note on a named entity whose paths reached no gold answer
 
 
-def teacher_path(example: dspy.Example, kg: KnowledgeGraph | None = None) -> list[tuple[str, str | None]]:
-    """The gold path the teacher walks, as (relation, direction) pairs. MetaQA's question type and
-    the demo's `path` give one. RoG/CWQ's `ground_paths` give several without directions, found in
-    RoG's own graph: with a graph, the shortest one that leads from a topic entity to a gold
-    answer here, each relation walked the way that reached something (the graph's edges may point
-    either way); without one, the first. [] when the data has none, or none holds in this graph."""
+def teacher_path(example: dspy.Example) -> list[tuple[str, str | None]]:
+    """The gold path the teacher walks, as (relation, direction) pairs: the first of the paths the
+    compile labeled the example with (`optimizers.paths.label_trainset`: the data's own where they
+    hold in the graph, else found there from the answers); unlabeled, the first the data gives,
+    directions unknown where it does not say them; [] when there is none."""
     paths = gold_paths(example)
-    if not paths or all(direction is not None for path in paths for _, direction in path) or kg is None:
-        return paths[0] if paths else []
-    for path in sorted(paths, key=len):
-        walked = _walk_undirected(kg, list(example.topic_entities), [relation for relation, _ in path], example.answers)
-        if walked:
-            return walked
-    return []
-
-
-def _walk_undirected(kg: KnowledgeGraph, topics: list[str], relations: list[str], answers: Sequence[str]) -> list[tuple[str, str]]:
-    frontier, walked = topics, []
-    for relation in relations:
-        reached: dict[str, object] = {}
-        for direction in (Direction.OUT, Direction.IN):
-            nodes = [n for found in kg.neighbours(frontier, relation, direction=direction).items.values() for n in found]
-            if nodes and not reached:
-                walked.append((relation, direction.value))
-            reached.update((n.id, n) for n in nodes if n.id not in reached)
-        if not reached:
-            return []
-        frontier = [n.id for n in reached.values() if not n.literal]
-    ends = [n.label for n in reached.values()]
-    return walked if any(same_answer(end, gold) for end in ends for gold in answers) else []
-
-
-def walked_chains(example: dspy.Example, *, skips: Callable[[str], bool] | None = None, longest: int = 3) -> list[list[str]]:
-    """The relation chains (directions left out) that answer `example` in its own graph, the chain
-    prior's labels: where the row carries the subgraph retrieved for it (RoG's `graph`), the
-    shortest chains of at most `longest` relations from a topic entity to a gold answer in it,
-    relations the profile `skips` left out; [] when no gold answer is that near. Without a graph,
-    the gold relation paths as the data gives them (MetaQA's question type, the demo's `path`).
-
-    Not RoG's `ground_paths` where a graph is at hand: those are shortest paths in the whole of
-    Freebase, and on CWQ-mini most of them do not hold in the row's graph (Freebase names each
-    relation twice, `film.director.film` and `film.film.directed_by`, and the graph keeps one;
-    hub paths such as `people.person.nationality -> film.film.country` run through edges it lacks),
-    so they vote for chains no walk here can take (`bench/chain_prior.py` measures both)."""
-    if not getattr(example, "graph", None):
-        return gold_relation_paths(example)
-    for layer in graph_chains(example, skips=skips, longest=longest):
-        hits = [chain for chain, ends in layer.items() if gold_among(example, ends)]
-        if hits:
-            return [list(chain) for chain in sorted(hits)]  # sorted: set order follows the hash seed
-    return []
+    return list(paths[0]) if paths else []
 
 
 def gold_among(example: dspy.Example, nodes: Iterable[str]) -> bool:
@@ -173,7 +130,7 @@ def planned_hops(example: dspy.Example, kg: KnowledgeGraph | None, path: Sequenc
     """The gold plan as the walk counts hops: a relation into nameless (CVT) nodes and the one out
     of them are one hop, named by where the second leads. Without a graph, one hop per relation.
     `path`: the teacher's path, when the caller has it."""
-    path = teacher_path(example, kg) if path is None else path
+    path = teacher_path(example) if path is None else path
     targets = hop_targets(example, path)
     if kg is None or not path or not kg.profile.step_through_unnamed or getattr(example, "qtype", None):
         return targets
@@ -196,7 +153,7 @@ def labeled_teacher(examples: Sequence[dspy.Example], *, kg: KnowledgeGraph | No
     when a gold answer is among the best paths, and extracts the gold answers among the candidates
     (None if no example has a gold path)."""
     answers = {ex.question: list(ex.answers) for ex in examples}
-    paths = {ex.question: teacher_path(ex, kg) for ex in examples}
+    paths = {ex.question: teacher_path(ex) for ex in examples}
     gold = {ex.question: (planned_hops(ex, kg, paths[ex.question]), _gold_labels(paths[ex.question]))
             for ex in examples if paths[ex.question]}
     kinds = {ex.question: topic_kind(ex) for ex in examples}

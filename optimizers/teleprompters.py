@@ -1,16 +1,19 @@
 """Teleprompters by name, with their budgets as options and a fixed seed. The default metric is
-`walk_metric`: Hits@1 with the gold relation path and depth as intermediate labels where the data
-has them, so bootstrapped demos come only from walks that were right at every step.
+`walk_metric`: Hits@1 with the gold relation path and depth as intermediate labels, so
+bootstrapped demos come only from walks that were right at every step.
+
+Every teleprompter but `none` first labels the trainset once (`optimizers.paths.label_trainset`):
+each question's gold relation paths are the data's own where they hold in the program's graph, else
+the chains found there from its topic entities to its answers; question-answer pairs alone compile
+the whole program. Those labels feed every learned part: the gold-path teacher whose walks
+bootstrap the demos, the plan step's pool of gold plans (`plan_demos` of each chain length; a walk
+shows each question the few nearest it, `WalkConfig.demos_per_call`), the extraction and
+sufficiency pools, the path scorer (`programs.scorer`, fine-tuned on the teacher's walks of
+`Budget.scorer_questions` of it) and the chain prior (`programs.chains`). The linker of questions
+without ids (`programs.linking`) is fitted to the trainset's gold topic entities.
 
 Raw labeled demos stay off by default (`max_labeled_demos=0`): a raw training example holds only
-question and answers, which no intermediate step of the walk can use as a demo. Where the
-trainset has gold paths, the plan step's demos are a pool of gold plans, `plan_demos` of each chain
-length; a walk shows each question the few nearest it (`WalkConfig.demos_per_call`). Every
-teleprompter but `none` also fits the linker of questions without ids (`programs.linking`) to the
-trainset's gold topic entities, and the chain prior (`programs.chains`) to the relation chains that
-answer each training question (`optimizers.labels.walked_chains`: in the row's own graph where it
-has one, else its gold relation paths). Where the trainset has gold paths, the path scorer
-(`programs.scorer`) is fine-tuned on the gold-path teacher's walks of `Budget.scorer_questions` of it.
+question and answers, which no intermediate step of the walk can use as a demo.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from dataclasses import dataclass
 
 import dspy
 
-from kgqa.evaluate.metrics import feedback, walk_metric
+from kgqa.evaluate.metrics import feedback, gold_relation_paths, walk_metric
 from kgqa.kg import KGError, KnowledgeGraph
 from kgqa.optimizers.labels import (
     gold_labels,
@@ -30,8 +33,8 @@ from kgqa.optimizers.labels import (
     plan_demos,
     step_demos,
     topic_demos,
-    walked_chains,
 )
+from kgqa.optimizers.paths import LONGEST, label_trainset
 from kgqa.programs.chains import ChainPrior
 from kgqa.programs.linking import Linker
 from kgqa.programs.scorer import PathScorer, ScorerSettings, calibrate
@@ -178,16 +181,23 @@ def compile_program(
     trainset has them (`optimizers.labels`), unless a teacher LM is given."""
     kg = getattr(program, "kg", None)
     spec = TELEPROMPTERS.get(name)
+    if spec is None:
+        make_teleprompter(name)  # an unknown name is an error; `none` leaves the program as it is
+        return program
+    # One labeling of the trainset feeds every learned part: each question's gold paths, the data's
+    # own where they hold in the graph, else found there from its answers.
+    trainset, sources = label_trainset(trainset, kg)
+    log.info("gold paths for %d of %d training questions: %d the data's own that hold in the graph, %d found there "
+             "from the answers, %d none within %d relations", sources["given"] + sources["found"], len(trainset),
+             sources["given"], sources["found"], sources["none"], LONGEST)
     labeled = False
-    if teacher is None and spec is not None and spec.labeled:
+    if teacher is None and spec.labeled:
         teacher = labeled_teacher(trainset, kg=kg)
         labeled = teacher is not None
     teleprompter = make_teleprompter(
         name, metric=metric, budget=budget, teacher=teacher, reflection=reflection, train_size=len(trainset)
     )
-    if teleprompter is None:
-        return program
-    trainset, valset = list(trainset), list(valset) if valset else None
+    valset = list(valset) if valset else None
     if labeled:  # the first traces that pass become the demos: let them show every chain length
         trainset = interleave_depths(trainset)
     compiled = spec.compile(teleprompter, program, trainset, valset, budget)
@@ -229,8 +239,8 @@ def compile_program(
     if hasattr(compiled, "chain_prior"):
         # last, so the demo pools above were walked as a question outside the trainset is: without its own vote;
         # labeled by the chains that answer each question in its own graph where the row has one
-        skips = kg.profile.skips if kg is not None else None
-        compiled.chain_prior = ChainPrior.fit((ex.question, walked_chains(ex, skips=skips)) for ex in trainset)
+        compiled.chain_prior = ChainPrior.fit((ex.question, gold_relation_paths(ex)) for ex in trainset)
+    compiled.path_labels = sources
     return compiled
 
 

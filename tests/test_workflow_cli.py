@@ -145,3 +145,27 @@ def test_a_path_the_user_gave_that_cannot_be_written_is_one_clear_line(compiled)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     last = result.stderr.strip().splitlines()[-1]  # (the embedder's loading bar may come before it)
     assert last.startswith("kgqa: error: ") and "/proc/no/such/dir/walk.html" in last
+
+
+def test_question_answer_pairs_over_a_sparql_endpoint_compile_the_whole_program(tmp_path, virtuoso_server):
+    """A user's own data: rows of question, answers and topic entities (no paths), the graph on Virtuoso."""
+    from kgqa.data.demo import split_path
+
+    rows = [json.loads(line) for line in split_path("train").read_text().splitlines() if line.strip()]
+    train = tmp_path / "pairs.jsonl"
+    train.write_text("".join(json.dumps({k: row[k] for k in ("id", "question", "answers", "topic_entities")}) + "\n" for row in rows))
+    out = tmp_path / "program"
+    result = kgqa("compile", "--train", f"jsonl:{train}", "--kg", virtuoso_server.url, "--profile", "freebase",
+                  "--optimizer", "bootstrap", "--lm", ORACLE, "--out", str(out), "--quiet", home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert f"gold paths for {len(rows)} of {len(rows)} training questions: 0 given by the data" in result.stdout
+    config = json.loads((out / "config.json").read_text())
+    assert config["path_labels"] == {"given": 0, "found": len(rows), "none": 0}
+    state = json.loads((out / "program.json").read_text())
+    assert {1, 2} <= {len(d["hop_targets"]) for d in state["plan.predict"]["demos"]}  # gold plans of more than one length
+    assert state["extract_answers.predict"]["demos"] and state["check_sufficiency.predict"]["demos"]
+    scorer = json.loads((out / "path_scorer.json").read_text())  # the path scorer, fitted on the found paths' walks
+    assert scorer["report"]["questions"] >= len(rows) // 2 and (out / "chains.json").is_file()
+    asked = kgqa("ask", "--program", str(out), "--lm", ORACLE, "--json", "Who directed Parasite?", home=tmp_path)
+    assert asked.returncode == 0, asked.stderr
+    assert json.loads(asked.stdout)["answers"][:1] == ["Bong Joon-ho"]

@@ -7,7 +7,7 @@ import dspy
 from kgqa.kg.profiles import ROG
 from kgqa.lm.adapter import ConstrainedJSONAdapter
 from kgqa.lm.scripted import scripted_lm
-from kgqa.optimizers.labels import STEP_POOLS, gold_labels, hops_from, labeled_teacher, step_demos, walked_chains
+from kgqa.optimizers.labels import STEP_POOLS, gold_labels, hops_from, labeled_teacher, step_demos
 from kgqa.programs import KGQA
 
 
@@ -87,39 +87,6 @@ def test_one_walk_of_each_question_feeds_the_gold_answer_pools_and_the_scorers_w
         labels = gold_labels(KGQA(embedded_demo_kg), demo_train, teacher=teacher, answers=2, sufficiency=0)
     assert len(labels.extraction) == 2 and labels.sufficiency == [] and labels.scorer == []
     assert teacher.scripted.count("topic_kind") < len(demo_train)  # stops walking once the pools are full
-
-
-def _rog_row(graph, ground_paths, *, answers=("Kathryn Bigelow",), topics=("The Hurt Locker",)):
-    return dspy.Example(question="Who directed The Hurt Locker?", topic_entities=list(topics), answers=list(answers),
-                        ground_paths=ground_paths, graph=graph)
-
-
-def test_the_chain_priors_labels_are_the_shortest_chains_that_answer_in_the_rows_own_graph():
-    graph = [
-        ["The Hurt Locker", "film.film.directed_by", "Kathryn Bigelow"],  # the graph names it this way round
-        ["The Hurt Locker", "film.film.starring", "m.0cvt1"],  # a nameless performance node
-        ["m.0cvt1", "film.performance.actor", "Jeremy Renner"],
-        ["Jeremy Renner", "people.person.spouse_s", "Kathryn Bigelow"],  # a longer way to the answer
-        ["The Hurt Locker", "common.topic.notable_types", "Kathryn Bigelow"],  # hidden by the profile
-    ]
-    row = _rog_row(graph, [["film.director.film"], ["people.person.nationality", "film.film.country"]])
-    # RoG's ground paths hold nowhere in this graph; the chain that answers here is the label
-    assert walked_chains(row, skips=ROG.skips) == [["film.film.directed_by"]]
-    assert sorted(walked_chains(row)) == [["common.topic.notable_types"], ["film.film.directed_by"]]  # nothing skipped
-    # the shortest only: without the direct edge, the three relations through the nameless node and a spouse
-    assert walked_chains(_rog_row(graph[1:4], []), skips=ROG.skips) == [
-        ["film.film.starring", "film.performance.actor", "people.person.spouse_s"]]
-    # an answer written differently is still found (names compared normalized); one out of reach is no label
-    assert walked_chains(_rog_row(graph, [], answers=("kathryn bigelow",)), skips=ROG.skips) == [["film.film.directed_by"]]
-    assert walked_chains(_rog_row(graph[1:4], [], answers=("Kathryn Bigelow",)), skips=ROG.skips, longest=2) == []
-    assert walked_chains(_rog_row(graph, [], topics=("Not In The Graph",)), skips=ROG.skips) == []
-
-
-def test_a_row_without_a_graph_keeps_the_gold_paths_the_data_gives():
-    metaqa = dspy.Example(question="who directed [Heat]", topic_entities=["Heat"], answers=["Michael Mann"], qtype="movie_to_director")
-    assert walked_chains(metaqa) == [["directed_by"]]
-    rog = _rog_row([], [["film.film.directed_by"]])
-    assert walked_chains(rog) == [["film.film.directed_by"]]
 
 
 def test_hops_from_each_topic_entity_walk_edges_either_way_and_leave_hidden_relations_out():

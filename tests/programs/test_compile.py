@@ -169,11 +169,30 @@ def test_a_program_saved_in_another_format_says_to_recompile_in_one_line(kg, tmp
         assert "\n" not in str(error.value)
 
 
-def test_compiling_without_labels_uses_the_lm_as_teacher(kg, train):
-    unlabeled = [ex.copy(path=None) for ex in train[:6]]
+def test_question_answer_pairs_compile_the_whole_program_from_paths_found_in_the_graph(kg, train):
+    from kgqa.programs.scorer import ScorerSettings
+
+    pairs = [ex.copy(path=None) for ex in train]  # questions, answers and topic entities: no path
+    student = gold_oracle([])  # an LM that knows nothing: every demo must come from the labels
+    budget = Budget(demos=3, plan_demos=2, scorer=ScorerSettings(layers=1, epochs=1))
+    with dspy.context(lm=student, adapter=ConstrainedJSONAdapter()):
+        compiled = compile_program(KGQA(kg), "bootstrap", trainset=pairs, budget=budget)
+    assert compiled.path_labels == {"given": 0, "found": len(train), "none": 0}
+    assert {1, 2} <= {len(d["hop_targets"]) for d in compiled.plan.predict.demos}  # gold plans of more than one length
+    assert compiled.extract_answers.predict.demos and compiled.check_sufficiency.predict.demos
+    assert compiled.path_scorer.trained and compiled.chain_prior.trained
+    by_question = {ex.question: ex for ex in train}
+    same = [q for q, chains in zip(compiled.chain_prior.questions, compiled.chain_prior.chains)
+            if tuple(r for r, _ in by_question[q].path) in chains]
+    assert len(same) >= 0.8 * len(train)  # the chains found are mostly the demo's own gold paths (others: shorter ways)
+
+
+def test_compiling_where_no_gold_path_is_found_uses_the_lm_as_teacher(kg, train):
+    unlabeled = [ex.copy(path=None, answers=["Nobody In This Graph"]) for ex in train[:6]]
     lm = gold_oracle(train)
     with dspy.context(lm=lm, adapter=ConstrainedJSONAdapter()):
         compiled = compile_program(KGQA(kg), "bootstrap", trainset=unlabeled, budget=Budget(demos=2))
+    assert compiled.path_labels == {"given": 0, "found": 0, "none": 6}
     assert len(compiled.plan.predict.demos) <= 2 and lm.scripted.count("topic_kind") >= 1
 
 
@@ -225,18 +244,16 @@ def test_a_program_compiled_without_the_path_scorer_loads_without_one_and_says_s
         assert loaded(question=train[0].question).answers  # it answers, in the hand-set order
 
 
-def test_compiling_labels_the_chain_prior_with_the_chains_that_answer_in_a_rows_own_graph(kg, train):
+def test_a_given_path_that_does_not_hold_in_the_graph_is_replaced_by_the_one_found_there(kg, train):
     titanic = next(ex for ex in train if ex.question == "Who starred in Titanic?")
-    star = titanic.answers[0]
-    # a RoG-style row: its own graph reaches the answer by a relation its gold path does not name
-    row = titanic.copy(graph=[[titanic.topic_entities[0], "film.film.starring_cast", star],
-                              [titanic.topic_entities[0], "common.topic.notable_types", star]])
-    trainset = [row if ex is titanic else ex for ex in train]
+    wrong = titanic.copy(path=[["film.film.directed_by", "out"]])  # leads to the director, not to a star
+    trainset = [wrong if ex is titanic else ex for ex in train]
     with dspy.context(lm=gold_oracle(train)):
         compiled = compile_program(KGQA(kg), "labeled", trainset=trainset, budget=Budget(demos=2))
     prior = compiled.chain_prior
-    assert prior.chains[prior.questions.index("Who starred in Titanic?")] == [("film.film.starring_cast",)]  # common. is skipped
-    other = next(ex for ex in train if ex.question != titanic.question and ex.path)  # rows without a graph: their gold paths
+    assert compiled.path_labels == {"given": len(train) - 1, "found": 1, "none": 0}
+    assert prior.chains[prior.questions.index("Who starred in Titanic?")][0] == tuple(r for r, _ in titanic.path)
+    other = next(ex for ex in train if ex.question != titanic.question)  # the paths that hold: as given
     assert prior.chains[prior.questions.index(other.question)] == [tuple(r for r, _ in other.path)]
 
 

@@ -1,0 +1,138 @@
+"""Gold relation paths for the training questions, from their answers: what every learned part is
+labeled by (the teacher's walks, the path scorer, extraction and sufficiency pools, the plan and
+relation-prune demos, the chain prior).
+
+A question's paths are the data's own where it gives some that hold in the program's graph (the
+demo's `path`, MetaQA's `qtype`, RoG's `ground_paths`, checked by walking them); else they are
+found there: every chain of at most `longest` relations from its topic entities is walked, one
+length at a time (`kg.paths.chains_from`: one query per frontier, as the walk reads the graph), and
+the chains whose ends best match the gold answers are kept (F1 of the ends against the answers, so
+a chain that reaches every answer and little else beats one that reaches one answer among
+hundreds; then the shorter). The search stops at the first length where a chain reaches exactly
+the answers. Labels are read at compile time only: the compiled program never sees them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import dspy
+
+from kgqa.evaluate.metrics import gold_paths, normalize
+from kgqa.kg import Direction, KnowledgeGraph, Node
+from kgqa.kg.errors import KGError
+from kgqa.kg.paths import Chain, chains_from, walk
+
+log = logging.getLogger(__name__)
+
+Path = tuple[tuple[str, str], ...]  # (relation, "out" | "in") per hop
+SOURCES = ("given", "found", "none")  # where a question's paths came from
+LONGEST = 3  # relations in a found path at most
+
+
+@dataclass(frozen=True)
+class PathLabel:
+    """One question's gold paths, best first, and where they came from (`SOURCES`)."""
+
+    paths: tuple[Path, ...]
+    source: str
+
+
+def label_paths(example: dspy.Example, kg: KnowledgeGraph | None, *, longest: int = LONGEST) -> PathLabel:
+    """The gold paths of `example`: those the data gives that reach a gold answer in `kg`, else the
+    best chains found in `kg` from its topic entities to its answers; without a graph, the data's
+    own as they are."""
+    given = gold_paths(example)
+    if kg is None:
+        directed = tuple(tuple((r, d or Direction.OUT.value) for r, d in path) for path in given)
+        return PathLabel(directed, "given" if directed else "none")
+    topics, answers = list(getattr(example, "topic_entities", None) or ()), list(example.answers)
+    holding = _holding(kg, topics, given, answers)
+    if holding:
+        return PathLabel(holding, "given")
+    found = find_paths(kg, topics, answers, longest=longest)
+    return PathLabel(found, "found" if found else "none")
+
+
+def find_paths(kg: KnowledgeGraph, topics: Sequence[str], answers: Iterable[str], *, longest: int = LONGEST) -> tuple[Path, ...]:
+    """The chains from `topics` whose ends best match `answers` (the F1 of their ends' names, then
+    fewer relations), and beside the best every other chain of its length that reaches a gold
+    answer, best first; () when no chain of at most `longest` relations reaches one."""
+    golds = {normalize(a) for a in answers} - {""}
+    if not topics or not golds:
+        return ()
+    by_length: list[dict[Chain, float]] = []
+    try:
+        for ends in chains_from(kg, topics, longest=longest):
+            fits = {chain: f1 for chain, nodes in ends.items() if (f1 := _f1(nodes, golds)) > 0}
+            by_length.append(fits)
+            if 1.0 in fits.values():  # a chain reaches exactly the answers: no longer one can do better
+                break
+    except KGError as exc:  # an unknown topic id, an endpoint that refuses: this question teaches nothing
+        log.warning("no gold paths searched from %s: %s", topics, exc)
+        return ()
+    scored = [(f1, -length, chain) for length, fits in enumerate(by_length, 1) for chain, f1 in fits.items()]
+    if not scored:
+        return ()
+    best_length = -max(scored, key=lambda s: s[:2])[1]
+    fits = sorted(by_length[best_length - 1].items(), key=lambda item: (-item[1], _path(item[0])))
+    return tuple(_path(chain) for chain, _ in fits)
+
+
+def label_trainset(
+    examples: Sequence[dspy.Example], kg: KnowledgeGraph | None, *, longest: int = LONGEST
+) -> tuple[list[dspy.Example], dict[str, int]]:
+    """Each example with its gold paths (`teacher_paths`, best first; [] where none) and their
+    source (`path_source`), and how many came from each source."""
+    labeled, counts = [], Counter({source: 0 for source in SOURCES})
+    for ex in examples:
+        label = label_paths(ex, kg, longest=longest)
+        counts[label.source] += 1
+        labeled.append(ex.copy(teacher_paths=[[list(hop) for hop in path] for path in label.paths], path_source=label.source))
+    return labeled, dict(counts)
+
+
+def _holding(kg: KnowledgeGraph, topics: list[str], given: list[list[tuple[str, str | None]]], answers: list[str]) -> tuple[Path, ...]:
+    """The given paths that lead from a topic entity to a gold answer in `kg`, shortest first; a
+    relation without a direction is walked the way that reaches something (either, in RoG's rows)."""
+    golds = {normalize(a) for a in answers} - {""}
+    holding = []
+    for path in sorted(given, key=len):
+        try:
+            walked = _walked(kg, topics, path, golds)
+        except KGError:  # a relation id the graph's profile refuses: it does not hold here
+            walked = None
+        if walked and walked not in holding:
+            holding.append(walked)
+    return tuple(holding)
+
+
+def _walked(kg: KnowledgeGraph, topics: list[str], path: list[tuple[str, str | None]], golds: set[str]) -> Path | None:
+    frontier: list[str] = list(topics)
+    walked: list[tuple[str, str]] = []
+    reached: list[Node] = []
+    for relation, direction in path:
+        ways = [Direction(direction)] if direction else [Direction.OUT, Direction.IN]
+        for way in ways:
+            reached = walk(kg, frontier, [(relation, way)]) if frontier else []
+            if reached:
+                walked.append((relation, way.value))
+                break
+        if not reached:
+            return None
+        frontier = [n.id for n in reached if not n.literal]
+    return tuple(walked) if _f1(set(reached), golds) > 0 else None
+
+
+def _f1(nodes: set[Node], golds: set[str]) -> float:
+    """How well the names of `nodes` match the gold answers: F1 of the two sets, normalized."""
+    names = {normalize(n.id if n.literal else (n.name or n.id)) for n in nodes} - {""}
+    hits = len(names & golds)
+    return 0.0 if not hits else 2 * hits / (len(names) + len(golds))
+
+
+def _path(chain: Chain) -> Path:
+    return tuple((edge.relation, edge.direction.value) for edge in chain)
