@@ -160,6 +160,15 @@ def cwq_bench(size: int, train: int, seed: int, cwq: Path, *, split: str = "test
     return Bench("cwq-mini", KnowledgeGraph(store, profile=ROG), test, trainset)
 
 
+GIVEN_PATHS = ("path", "qtype", "ground_paths")  # the fields a dataset's gold relation paths come in
+
+
+def answers_alone(examples: Sequence[dspy.Example]) -> list[dspy.Example]:
+    """The examples without the gold paths their data gives: questions, answers and topic entities,
+    what a user brings; compiling finds their paths in the graph (`optimizers.paths`)."""
+    return [ex.copy(**dict.fromkeys(GIVEN_PATHS)) for ex in examples]
+
+
 def compile_sample(dev: Sequence[dspy.Example], train: int, seed: int) -> list[dspy.Example]:
     """The `train` seeded `cwq_mini_dev` rows a CWQ-mini program is compiled on (the same for any sample size or split)."""
     return random.Random(f"compile-{seed}").sample(list(dev), train)

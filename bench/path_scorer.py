@@ -47,7 +47,7 @@ from kgqa.env import stay_offline
 
 stay_offline()
 
-from bench.accuracy import CWQ_FLOOR_DEPTH, CWQ_MINI, Bench, cwq_bench  # noqa: E402
+from bench.accuracy import CWQ_FLOOR_DEPTH, CWQ_MINI, Bench, answers_alone, cwq_bench  # noqa: E402
 from kgqa.evaluate.metrics import same_answer  # noqa: E402
 from kgqa.optimizers.labels import gold_labels, labeled_teacher  # noqa: E402
 from kgqa.optimizers.paths import label_trainset  # noqa: E402
@@ -65,14 +65,6 @@ def teacher_walks(program: KGQA, examples: list, kg) -> list[ScorerGroup]:
     examples, _ = label_trainset(examples, kg)
     return gold_labels(program, examples, teacher=labeled_teacher(examples, kg=kg), answers=0, sufficiency=0,
                        scorer=len(examples)).scorer
-
-
-def answers_alone(bench: Bench) -> Bench:
-    """The same bench with every question's given gold paths removed: questions, answers and topics."""
-    def plain(examples):
-        return [ex.copy(ground_paths=[]) for ex in examples]
-
-    return Bench(bench.dataset, bench.kg, {name: plain(samples) for name, samples in bench.test.items()}, plain(bench.train))
 
 
 def similarity_walks(bench, examples: list) -> list[ScorerGroup]:
@@ -230,8 +222,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)  # one folder per labeling: its walks are cached there
     bench = cwq_bench(args.dev, args.train, args.seed, CWQ_MINI, split="dev", more=args.more)
-    if args.answers_alone:
-        bench = answers_alone(bench)
+    if args.answers_alone:  # every question's given paths removed, the scored ones' too (their teacher walks)
+        bench = Bench(bench.dataset, bench.kg, {name: answers_alone(samples) for name, samples in bench.test.items()},
+                      answers_alone(bench.train))
     program = KGQA(bench.kg, config=bench.walk(WalkConfig()))
     dev = bench.test["dev"]
     train = []

@@ -75,12 +75,14 @@ class Row:
     types: tuple[str, ...] = ()  # CWQ-mini: only these compositionality types
     alone: bool = False  # also ask each sample with the path scorer alone (no LLM; sample "NAME-scorer-alone")
     off: tuple[str, ...] = ()  # also ask each sample with each of these switched off (sample "NAME-no-STEP"): paired
+    answers_alone: bool = False  # compiled without the gold paths the data gives (found in the graph from the answers)
     about: str = ""
 
     def spec(self) -> dict:
         spec = {"system": SYSTEM, **asdict(self), "types": list(self.types), "off": list(self.off)}
-        if not self.off:  # a row that switches nothing off has the spec rows had before `off` was one
-            del spec["off"]
+        for later in ("off", "answers_alone"):  # a row without them has the spec rows had before they were options
+            if not spec[later]:
+                del spec[later]
         return spec
 
     def command(self, name: str) -> str:
@@ -93,6 +95,16 @@ ROWS: dict[str, Row] = {
     "cwq-test-seed0": Row("cwq-mini", seed=0, per_hop=100, train=1500, alone=True, about="CWQ-mini test, 100 questions"),
     "cwq-test-seed1": Row("cwq-mini", seed=1, per_hop=100, train=1500, alone=True, about="CWQ-mini test, 100 questions"),
     "cwq-test-seed2": Row("cwq-mini", seed=2, per_hop=100, train=1500, alone=True, about="CWQ-mini test, 100 questions"),
+    "cwq-answers-seed0": Row("cwq-mini", seed=0, per_hop=100, train=1500, alone=True, answers_alone=True,
+                             about="CWQ-mini test, 100 questions; compiled from answers alone (ground_paths removed)"),
+    "cwq-answers-seed1": Row("cwq-mini", seed=1, per_hop=100, train=1500, alone=True, answers_alone=True,
+                             about="CWQ-mini test, 100 questions; compiled from answers alone (ground_paths removed)"),
+    "cwq-answers-seed2": Row("cwq-mini", seed=2, per_hop=100, train=1500, alone=True, answers_alone=True,
+                             about="CWQ-mini test, 100 questions; compiled from answers alone (ground_paths removed)"),
+    "metaqa-answers-seed0": Row("metaqa", seed=0, per_hop=30, train=1500, answers_alone=True,
+                                about="MetaQA dev, 30 questions per hop; compiled from answers alone (qtype removed)"),
+    "metaqa-answers-seed1": Row("metaqa", seed=1, per_hop=30, train=1500, answers_alone=True,
+                                about="MetaQA dev, 30 questions per hop; compiled from answers alone (qtype removed)"),
     "cwq-dev": Row("cwq-mini", seed=0, per_hop=100, train=1500, split="dev", alone=True, off=("path_scorer",),
                    about="CWQ-mini dev outside the compile sample, 100 questions: where changes are tuned"),
     "cwq-comp-sup": Row("cwq-mini", seed=0, per_hop=200, train=1500, types=("comparative", "superlative"),
@@ -259,9 +271,11 @@ def compile_fresh(row: Row, bench, directory: Path) -> float:
         shutil.rmtree(directory)
     start = time.perf_counter()
     program = KGQA(bench.kg, config=bench.walk(WalkConfig()))
-    compiled = compile_program(program, SYSTEM, trainset=bench.train, budget=accuracy.BUDGETS[SYSTEM])
+    trainset = accuracy.answers_alone(bench.train) if row.answers_alone else bench.train
+    compiled = compile_program(program, SYSTEM, trainset=trainset, budget=accuracy.BUDGETS[SYSTEM])
     seconds = time.perf_counter() - start
-    save_program(compiled, directory, settings={"kg": bench.dataset, "optimizer": SYSTEM, "train": len(bench.train)})
+    save_program(compiled, directory, settings={"kg": bench.dataset, "optimizer": SYSTEM, "train": len(bench.train),
+                                                "path_labels": compiled.path_labels})
     return seconds
 
 

@@ -181,3 +181,17 @@ def test_a_row_asks_each_sample_again_with_a_switch_off_and_with_the_scorer_alon
     lines = reproduce.row_lines("demo-again", folder)
     assert [line.split(" | ")[1] for line in lines] == ["test", "test-no-path-scorer", "test-scorer-alone"]
     assert " | 0.00 | 0 | " in lines[2]
+
+
+def test_a_row_compiled_from_answers_alone_finds_its_training_questions_paths_in_the_graph(tmp_path, monkeypatch):
+    plain = reproduce.Row("metaqa", seed=0, per_hop=4, train=12, answers_alone=True, about="demo")
+    assert "answers_alone" not in ROW.spec() and plain.spec()["answers_alone"] is True  # earlier rows keep their spec
+    monkeypatch.setitem(reproduce.ROWS, "demo-answers", plain)
+    monkeypatch.setenv("KGQA_HOME", str(tmp_path / "home"))
+    folder = tmp_path / "results" / "demo-answers"
+    bench = demo_bench()
+    reproduce.run_row("demo-answers", plain, folder=folder, lm=scripted_lm({}, default=lambda inputs: "no idea"),
+                      lm_spec="scripted", bench=bench, progress=False)
+    config = json.loads((folder / "program" / "config.json").read_text())
+    assert config["path_labels"] == {"given": 0, "found": 12, "none": 0}
+    assert all(ex.path for ex in bench.train)  # the bench's own questions are left as they were
