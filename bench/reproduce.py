@@ -76,11 +76,16 @@ class Row:
     alone: bool = False  # also ask each sample with the path scorer alone (no LLM; sample "NAME-scorer-alone")
     off: tuple[str, ...] = ()  # also ask each sample with each of these switched off (sample "NAME-no-STEP"): paired
     answers_alone: bool = False  # compiled without the gold paths the data gives (found in the graph from the answers)
+    # Transfer: compiled on training questions of these hops only, asked the sample's questions of those hops only
+    # (MetaQA: the question's hop count; CWQ-mini: the relations of its first gold path found from its answers)
+    train_hops: tuple[int, ...] = ()
+    ask_hops: tuple[int, ...] = ()
     about: str = ""
 
     def spec(self) -> dict:
-        spec = {"system": SYSTEM, **asdict(self), "types": list(self.types), "off": list(self.off)}
-        for later in ("off", "answers_alone"):  # a row without them has the spec rows had before they were options
+        spec = {"system": SYSTEM, **asdict(self), "types": list(self.types), "off": list(self.off),
+                "train_hops": list(self.train_hops), "ask_hops": list(self.ask_hops)}
+        for later in ("off", "answers_alone", "train_hops", "ask_hops"):  # a row without them has the spec rows had before
             if not spec[later]:
                 del spec[later]
         return spec
@@ -105,6 +110,11 @@ ROWS: dict[str, Row] = {
                                 about="MetaQA dev, 30 questions per hop; compiled from answers alone (qtype removed)"),
     "metaqa-answers-seed1": Row("metaqa", seed=1, per_hop=30, train=1500, answers_alone=True,
                                 about="MetaQA dev, 30 questions per hop; compiled from answers alone (qtype removed)"),
+    "metaqa-transfer": Row("metaqa", seed=0, per_hop=30, train=1500, answers_alone=True, train_hops=(2, 3), ask_hops=(1,),
+                           about="MetaQA 1-hop, compiled from answers alone on 2- and 3-hop questions only"),
+    "cwq-transfer": Row("cwq-mini", seed=0, per_hop=100, train=1500, alone=True, answers_alone=True, train_hops=(2, 3),
+                        ask_hops=(1,), about="CWQ-mini test questions one relation answers, compiled from answers alone "
+                                             "on questions of 2- and 3-relation chains only"),
     "cwq-dev": Row("cwq-mini", seed=0, per_hop=100, train=1500, split="dev", alone=True, off=("path_scorer",),
                    about="CWQ-mini dev outside the compile sample, 100 questions: where changes are tuned"),
     "cwq-comp-sup": Row("cwq-mini", seed=0, per_hop=200, train=1500, types=("comparative", "superlative"),
@@ -232,6 +242,34 @@ def load_bench(row: Row, *, metaqa: Path | None = None, cwq: Path | None = None)
     return accuracy.cwq_bench(row.per_hop, row.train, row.seed, cwq or accuracy.CWQ_MINI, split=row.split, types=row.types)
 
 
+def narrowed(row: Row, bench):
+    """The bench kept to the row's `train_hops` (its training questions) and `ask_hops` (its samples'
+    questions); as it is for a row without them."""
+    from bench.accuracy import Bench
+
+    if not (row.train_hops or row.ask_hops):
+        return bench
+
+    def keep(examples, hops):
+        return [ex for ex in examples if not hops or hops_of(ex, bench) in hops]
+
+    test = {name: keep(examples, row.ask_hops) for name, examples in bench.test.items()}
+    return Bench(bench.dataset, bench.kg, {name: examples for name, examples in test.items() if examples},
+                 keep(bench.train, row.train_hops))
+
+
+def hops_of(example, bench) -> int:
+    """A question's hops: MetaQA's own count; elsewhere the relations of its first gold path found in
+    the bench's graph from its answers alone (0: none found)."""
+    from bench.accuracy import answers_alone
+    from kgqa.optimizers.paths import label_paths
+
+    if bench.dataset == "metaqa":
+        return int(example.hop)
+    label = label_paths(answers_alone([example])[0], bench.kg)
+    return len(label.paths[0]) if label.paths else 0
+
+
 ALONE = "-scorer-alone"  # the suffix of a sample asked with the path scorer alone
 
 
@@ -303,7 +341,7 @@ def run_row(name: str, row: Row, *, folder: Path, lm, lm_spec: str, fresh: bool 
 
     started, clock, tree = datetime.now(timezone.utc), time.perf_counter(), git_state()
     folder.mkdir(parents=True, exist_ok=True)
-    bench = bench or load_bench(row)
+    bench = narrowed(row, bench or load_bench(row))
     samples = samples_of(bench, alone=row.alone, off=row.off)
     code, previous = code_hash(), read_manifest(folder) or {}
     directory = folder / "program"

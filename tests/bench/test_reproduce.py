@@ -195,3 +195,16 @@ def test_a_row_compiled_from_answers_alone_finds_its_training_questions_paths_in
     config = json.loads((folder / "program" / "config.json").read_text())
     assert config["path_labels"] == {"given": 0, "found": 12, "none": 0}
     assert all(ex.path for ex in bench.train)  # the bench's own questions are left as they were
+
+
+def test_a_transfer_row_compiles_on_longer_questions_and_asks_the_one_relation_ones():
+    transfer = reproduce.Row("cwq-mini", seed=0, per_hop=4, train=12, answers_alone=True, train_hops=(2, 3), ask_hops=(1,))
+    assert transfer.spec()["train_hops"] == [2, 3] and "train_hops" not in ROW.spec()
+    short = demo_bench()
+    bench = Bench(short.dataset, short.kg, short.test, list(load_jsonl(split_path("train"))))  # every length
+    narrowed = reproduce.narrowed(transfer, bench)
+    hops = {ex.question: reproduce.hops_of(ex, bench) for ex in [*bench.train, *bench.test["test"]]}
+    assert narrowed.train and all(hops[ex.question] in (2, 3) for ex in narrowed.train)
+    assert len(narrowed.train) == sum(hops[ex.question] in (2, 3) for ex in bench.train) < len(bench.train)
+    assert [ex.question for ex in narrowed.test["test"]] == [ex.question for ex in bench.test["test"] if hops[ex.question] == 1]
+    assert reproduce.narrowed(ROW, bench) is bench
