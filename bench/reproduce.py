@@ -22,6 +22,7 @@ same program, so records survive a fresh compile of unchanged code).
 
     .venv/bin/python -m bench.reproduce cwq-test-seed0          # one row (resumes)
     .venv/bin/python -m bench.reproduce --all                   # every row, one after the other
+    .venv/bin/python -m bench.reproduce cwq-answers-seed0 --samples test-scorer-alone  # one sample now, the rest later
     .venv/bin/python -m bench.reproduce --check                 # no LLM, seconds: README == records
     .venv/bin/python -m bench.reproduce --index                 # rewrite bench/results/README.md
     .venv/bin/python -m bench.reproduce --report                # each row's table.md and the index, from the records
@@ -330,8 +331,9 @@ def engine_speed(lm_spec: str) -> dict | None:
 
 
 def run_row(name: str, row: Row, *, folder: Path, lm, lm_spec: str, fresh: bool = False, bench=None,
-            progress: bool = True) -> dict:
-    """Compile (unless the program of this code is there) and evaluate every sample; the manifest."""
+            progress: bool = True, only: Sequence[str] = ()) -> dict:
+    """Compile (unless the program of this code is there) and evaluate every sample (with `only`,
+    those samples alone: the others' records stay as they are, for a later run); the manifest."""
     import dspy
 
     from kgqa import tracking
@@ -357,7 +359,12 @@ def run_row(name: str, row: Row, *, folder: Path, lm, lm_spec: str, fresh: bool 
     runs = previous.get("runs", []) if previous.get("stamp") == stamp else []
     if previous.get("running") and previous.get("stamp") == stamp:  # a run cut short (its records are kept)
         runs.append({**previous["running"], "cut_short": True, "questions_asked": None, "wall_seconds": None})
-    run = {"started": started.isoformat(timespec="seconds"), **tree, "lm": lm_spec, "engine": engine_speed(lm_spec)}
+    unknown = sorted(set(only) - {s.name for s in samples})
+    if unknown:
+        raise ValueError(f"{name} has no sample {', '.join(unknown)}; its samples: {', '.join(s.name for s in samples)}")
+    asking = [s for s in samples if not only or s.name in only]
+    run = {"started": started.isoformat(timespec="seconds"), **tree, "lm": lm_spec, "engine": engine_speed(lm_spec),
+           **({"samples": [s.name for s in asking]} if only else {})}
     manifest = {
         "row": name,
         "command": row.command(name),
@@ -372,7 +379,7 @@ def run_row(name: str, row: Row, *, folder: Path, lm, lm_spec: str, fresh: bool 
     asked = 0
     params = {"row": name, "lm": lm_spec, **row.spec(), **stamp, "compile_seconds": round(compile_seconds, 1)}
     with tracking.mlflow_run(f"bench reproduce {name}", params=params), dspy.context(lm=lm, adapter=ConstrainedJSONAdapter()):
-        for sample in samples:
+        for sample in asking:
             live = unpack(folder, sample.name)
             before = _stamped(live, stamp)
             summary = evaluate(asker(sample, program, bench), sample.examples, out=live, stamp=stamp, progress=progress)
@@ -566,6 +573,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--index", action="store_true", help="rewrite bench/results/README.md from the manifests")
     parser.add_argument("--report", action="store_true", help="rewrite each row's table.md and the index from the records; run nothing")
     parser.add_argument("--fresh", action="store_true", help="compile again even where the code is unchanged")
+    parser.add_argument("--samples", default="", help="comma-separated: ask these samples of the row only (test-scorer-alone: "
+                        "no LLM), the others later")
     parser.add_argument("--lm", default="local")
     args = parser.parse_args(argv)
     if args.check:
@@ -593,7 +602,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     lm = make_lm(args.lm)
     for name in names:
-        manifest = run_row(name, ROWS[name], folder=RESULTS / name, lm=lm, lm_spec=args.lm, fresh=args.fresh)
+        manifest = run_row(name, ROWS[name], folder=RESULTS / name, lm=lm, lm_spec=args.lm, fresh=args.fresh,
+                           only=[s for s in args.samples.split(",") if s])
         print("\n".join(row_lines(name, RESULTS / name)))
         print(f"{name}: {manifest['wall_seconds']:.0f} s in all runs; stamp {manifest['stamp']}", flush=True)
     INDEX.write_text(index_text())

@@ -208,3 +208,24 @@ def test_a_transfer_row_compiles_on_longer_questions_and_asks_the_one_relation_o
     assert len(narrowed.train) == sum(hops[ex.question] in (2, 3) for ex in bench.train) < len(bench.train)
     assert [ex.question for ex in narrowed.test["test"]] == [ex.question for ex in bench.test["test"] if hops[ex.question] == 1]
     assert reproduce.narrowed(ROW, bench) is bench
+
+
+def test_a_row_may_ask_one_sample_now_and_the_others_later(tmp_path, monkeypatch):
+    alone = reproduce.Row("metaqa", seed=0, per_hop=4, train=12, alone=True, about="demo")
+    monkeypatch.setitem(reproduce.ROWS, "demo-alone", alone)
+    monkeypatch.setenv("KGQA_HOME", str(tmp_path / "home"))
+    lm = scripted_lm({}, default=lambda inputs: "no idea")
+    folder = tmp_path / "results" / "demo-alone"
+
+    def run(only):
+        return reproduce.run_row("demo-alone", alone, folder=folder, lm=lm, lm_spec="scripted", bench=demo_bench(),
+                                 progress=False, only=only)
+
+    first = run(["test-scorer-alone"])
+    assert first["runs"][-1]["samples"] == ["test-scorer-alone"] and first["runs"][-1]["questions_asked"] == 4
+    assert len(reproduce.read_packed(folder, "test-scorer-alone")) == 4 and reproduce.read_packed(folder, "test") == []
+    assert [line.split(" | ")[1] for line in reproduce.row_lines("demo-alone", folder)] == ["test-scorer-alone"]
+    later = run([])  # the same program: the rest asked, the sample already there not again
+    assert later["runs"][-1]["questions_asked"] == 4 and len(reproduce.read_packed(folder, "test")) == 4
+    with pytest.raises(ValueError, match="demo-alone has no sample nope"):
+        run(["nope"])
