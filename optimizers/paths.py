@@ -28,7 +28,7 @@ from kgqa.kg.paths import Chain, chains_from, walk
 
 log = logging.getLogger(__name__)
 
-Path = tuple[tuple[str, str], ...]  # (relation, "out" | "in") per hop
+Path = tuple[tuple[str, str | None], ...]  # (relation, "out" | "in") per hop; None: unchecked, either way
 SOURCES = ("given", "found", "none")  # where a question's paths came from
 LONGEST = 3  # relations in a found path at most
 
@@ -44,11 +44,10 @@ class PathLabel:
 def label_paths(example: dspy.Example, kg: KnowledgeGraph | None, *, longest: int = LONGEST) -> PathLabel:
     """The gold paths of `example`: those the data gives that reach a gold answer in `kg`, else the
     best chains found in `kg` from its topic entities to its answers; without a graph, the data's
-    own as they are."""
+    own as they are (a direction the data does not say stays None: either way)."""
     given = gold_paths(example)
     if kg is None:
-        directed = tuple(tuple((r, d or Direction.OUT.value) for r, d in path) for path in given)
-        return PathLabel(directed, "given" if directed else "none")
+        return PathLabel(tuple(tuple(map(tuple, path)) for path in given), "given" if given else "none")
     topics, answers = list(getattr(example, "topic_entities", None) or ()), list(example.answers)
     holding = _holding(kg, topics, given, answers)
     if holding:

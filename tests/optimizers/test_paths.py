@@ -64,7 +64,8 @@ def test_given_paths_are_used_where_they_hold_and_found_paths_where_they_do_not(
     assert label_paths(row(), kg).source == "found"  # no paths given: answers alone
     assert label_paths(row(topics=("Not In The Graph",)), kg).source == "none"
     assert label_paths(row(answers=("Nobody Here",)), kg).source == "none"
-    assert label_paths(row(ground_paths=[["film.film.directed_by"]]), None).source == "given"  # no graph: as given
+    unchecked = label_paths(row(ground_paths=[["film.film.directed_by"]]), None)  # no graph: as given, either way
+    assert unchecked.source == "given" and unchecked.paths == ((("film.film.directed_by", None),),)
 
 
 def test_labeling_a_trainset_counts_its_sources_and_compiles_from_the_labels():
