@@ -72,14 +72,32 @@ def _write_part(path: Path, part: Linker | ChainPrior) -> None:
 
 
 def read_settings(directory: str | Path) -> dict:
-    """The settings a program was compiled with (`config.json`): KG, profile, LM, walk, versions."""
+    """The settings a program was compiled with (`config.json`): KG, profile, LM, walk, versions. Its
+    format stamp is checked first, so nothing reads the settings of a program this kgqa cannot load."""
     path = Path(directory) / CONFIG_FILE
     if not path.is_file():
         raise ProgramFileError(f"no {CONFIG_FILE} in {directory} (make one with `kgqa compile ... --out {directory}`)")
     settings = _read_json(path)
     if not isinstance(settings, dict):
         raise ProgramFileError(f"{path} must hold a JSON object")
+    check_format(settings, directory)
     return settings
+
+
+def check_format(settings: dict, directory: str | Path) -> None:
+    """One line naming both formats and the command that recompiles, for a program saved in another
+    format than this kgqa reads (unstamped: format 1, saved before the stamp)."""
+    found = settings.get("format") or 1
+    if found == PROGRAM_FORMAT:
+        return
+    recompile = f"recompile it with `kgqa compile ... --out {directory}`"
+    if not isinstance(found, int) or isinstance(found, bool):
+        raise ProgramFileError(f"{Path(directory) / CONFIG_FILE}: the program format must be a number, not {found!r}: {recompile}")
+    if found > PROGRAM_FORMAT:
+        raise ProgramFileError(f"{directory} was saved by a newer kgqa (program format {found}, this kgqa reads {PROGRAM_FORMAT}): "
+                               f"upgrade kgqa, or {recompile}")
+    raise ProgramFileError(f"{directory} was saved by an earlier kgqa (program format {found}, this kgqa reads {PROGRAM_FORMAT}): "
+                           f"{recompile}")
 
 
 def load_program(directory: str | Path, kg: KnowledgeGraph, *, settings: dict | None = None) -> KGProgram:
@@ -92,10 +110,7 @@ def load_program(directory: str | Path, kg: KnowledgeGraph, *, settings: dict | 
     path = directory / PROGRAM_FILE
     if not path.is_file():
         raise ProgramFileError(f"no {PROGRAM_FILE} in {directory}")
-    found = settings.get("format")
-    if found != PROGRAM_FORMAT:
-        raise ProgramFileError(f"{directory} was saved by an earlier kgqa (program format {found or 1}, this kgqa reads "
-                               f"{PROGRAM_FORMAT}): recompile it with `kgqa compile ... --out {directory}`")
+    check_format(settings, directory)
     state = _read_json(path)
     check_state(state, expected={name for name, _ in KGQA(kg).named_predictors()}, source=path)
     try:

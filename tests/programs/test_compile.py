@@ -156,17 +156,21 @@ def test_the_topic_choice_is_compiled_with_the_gold_topic_entities(kg, train):
 
 
 def test_a_program_saved_in_another_format_says_to_recompile_in_one_line(kg, tmp_path):
-    from kgqa.programs.saving import PROGRAM_FORMAT, ProgramFileError, load_program, save_program
+    from kgqa.programs.saving import PROGRAM_FORMAT, ProgramFileError, load_program, read_settings, save_program
 
     save_program(KGQA(kg), tmp_path, settings={"kg": "demo"})
     config = json.loads((tmp_path / "config.json").read_text())
     assert config["format"] == PROGRAM_FORMAT and load_program(tmp_path, kg).plan.predict.demos == []
-    for stamp in (None, PROGRAM_FORMAT - 1, PROGRAM_FORMAT + 1):  # unstamped: saved before the stamp
-        (tmp_path / "config.json").write_text(json.dumps({**config, "format": stamp}))
-        with pytest.raises(ProgramFileError, match=rf"saved by an earlier kgqa \(program format {stamp or 1}, this kgqa reads "
-                                                    rf"{PROGRAM_FORMAT}\): recompile it with `kgqa compile \.\.\. --out {tmp_path}`") as error:
-            load_program(tmp_path, kg)
-        assert "\n" not in str(error.value)
+    for stamp, said in ((None, "an earlier"), (PROGRAM_FORMAT - 1, "an earlier"), (PROGRAM_FORMAT + 1, "a newer")):
+        (tmp_path / "config.json").write_text(json.dumps({**config, "format": stamp}))  # unstamped: saved before the stamp
+        for load in (lambda: load_program(tmp_path, kg), lambda: read_settings(tmp_path)):  # the stamp is read first
+            with pytest.raises(ProgramFileError, match=rf"saved by {said} kgqa \(program format {stamp or 1}, this kgqa reads "
+                                                        rf"{PROGRAM_FORMAT}\): .*recompile it with `kgqa compile \.\.\. --out {tmp_path}`") as error:
+                load()
+            assert "\n" not in str(error.value)
+    (tmp_path / "config.json").write_text(json.dumps({**config, "format": "5"}))
+    with pytest.raises(ProgramFileError, match="the program format must be a number, not '5'"):
+        read_settings(tmp_path)
 
 
 def test_question_answer_pairs_compile_the_whole_program_from_paths_found_in_the_graph(kg, train):
