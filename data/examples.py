@@ -57,8 +57,9 @@ def make_example(
 
 def bad_row(*, source: str, id: str, problem: str, question: object = None) -> dspy.Example:
     """The Example of a row that cannot be asked (not JSON, a field missing, a bad question): it
-    carries `bad_row`, the reason, so evaluation writes its record without asking anything."""
-    text = question if isinstance(question, str) else ""
+    carries `bad_row`, the reason, so evaluation writes its record without asking anything. Its
+    question keeps its first `MAX_QUESTION_CHARS` characters: enough to say which one it was."""
+    text = question[:MAX_QUESTION_CHARS] if isinstance(question, str) else ""
     return dspy.Example(id=str(id), question=text, topic_entities=[], topic_names=[], answers=[], aliases={},
                         source=source, bad_row=problem).with_inputs(*INPUT_FIELDS)
 

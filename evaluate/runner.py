@@ -8,30 +8,37 @@ an exception in one question becomes that question's record.
 An LM that does not answer is not a wrong answer: such a question's record carries the error
 (`StopReason.LM_ERROR`) and a rerun asks it again. When `stop_after` questions in a row end that
 way, the LM is down: the run stops (`LMDown`), with every record so far kept.
+
+One evaluation writes a records file at a time: a second one on the same file is refused
+(`RecordsBusy`), naming the first, instead of asking every question again beside it. A record holds
+at most the first `RECORD_CHARS` characters of the question and of the error it was given.
 """
 
 from __future__ import annotations
 
 import contextvars
+import fcntl
 import json
 import logging
 import os
 import statistics
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import dspy
 
-from kgqa.errors import LMUnavailable
+from kgqa.errors import KGQAError, LMUnavailable
 from kgqa.evaluate.metrics import example_scores, same_answer
 from kgqa.programs.render import fact_names
 from kgqa.programs.trace import StopReason, Trace
 
 log = logging.getLogger(__name__)
+RECORD_CHARS = 1_000  # of a question or an error kept in its record (a bad row's question may be megabytes)
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,10 @@ class LMDown(LMUnavailable):
         self.summary = summary
 
 
+class RecordsBusy(KGQAError, RuntimeError):
+    """Another evaluation is writing the same records file."""
+
+
 def record_for(example: dspy.Example, prediction: dspy.Prediction | None, error: str | None, seconds: float) -> dict:
     answers = list(prediction.answers) if prediction is not None else []
     stop = prediction.trace.stop_reason if prediction is not None else None
@@ -95,15 +106,19 @@ def record_for(example: dspy.Example, prediction: dspy.Prediction | None, error:
     scores = example_scores(example, dspy.Prediction(answers=answers))
     return {
         "id": example.id,
-        "question": example.question,
+        "question": _clipped(example.question),
         "gold": {"answers": list(example.answers), "aliases": dict(getattr(example, "aliases", {}) or {})},
         "prediction": "\n\n".join(prediction.paths) if prediction is not None else "",
         "answers": answers,
         "trace": prediction.trace.to_dict() if prediction is not None else {},
         "scores": scores.as_dict(),
         "seconds": round(seconds, 3),
-        "error": error,
+        "error": _clipped(error),
     }
+
+
+def _clipped(text: str | None) -> str | None:
+    return text if text is None or len(text) <= RECORD_CHARS else text[:RECORD_CHARS] + "..."
 
 
 def read_records(path: Path, *, repair: bool = True) -> dict[str, dict]:
@@ -209,6 +224,44 @@ def evaluate(
     file only ever holds records of what runs now."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    with _sole_writer(out):
+        return _evaluate(program, examples, out=out, threads=threads, progress=progress, stop_after=stop_after, stamp=stamp)
+
+
+@contextmanager
+def _sole_writer(out: Path) -> Iterator[None]:
+    """Holds `out`'s lock for the run: `OUT.lock`, locked (flock) and holding the writer's pid. A
+    second writer is refused in one line naming the first; a killed writer's lock goes with it."""
+    lock = out.with_name(out.name + ".lock")
+    while True:
+        handle = lock.open("a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            handle.close()
+            raise RecordsBusy(f"{out} is being written by another evaluation (pid {holder}): let it finish (a rerun then "
+                              "asks only what is left), or give another --out") from None
+        try:
+            if os.stat(lock).st_ino == os.fstat(handle.fileno()).st_ino:
+                break  # locked the file that is there, not one a finishing writer has just removed
+        except FileNotFoundError:
+            pass
+        handle.close()
+    try:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+        handle.close()
+
+
+def _evaluate(program: dspy.Module, examples: Sequence[dspy.Example], *, out: Path, threads: int, progress: bool,
+              stop_after: int, stamp: Mapping[str, str] | None) -> Summary:
     unique = list({ex.id: ex for ex in reversed(examples)}.values())[::-1]  # first of each id
     done = read_records(out)
     if stamp is not None:

@@ -118,3 +118,18 @@ def test_json_nested_too_deep_is_a_bad_row(tmp_path):
     write_rows(data, [b"[" * 100_000 + b"]" * 100_000, FINE])
     deep, fine = load_jsonl(data)
     assert deep.bad_row == f"{data}:1: JSON nested too deep" and not getattr(fine, "bad_row", None)
+
+
+def test_a_record_keeps_only_the_first_thousand_characters_of_a_huge_question(program, tmp_path):
+    from kgqa.evaluate.runner import RECORD_CHARS
+
+    data, out = tmp_path / "q.jsonl", tmp_path / "records.jsonl"
+    write_rows(data, [{**FINE, "id": "huge", "question": "Who directed " + "Parasite " * 300_000 + "?"}, {**FINE, "id": "fine"}])
+    with dspy.context(lm=demo_oracle()):
+        summary = evaluate(program, list(load_jsonl(data)), out=out, progress=False)
+    records = read_records(out)
+    assert summary.questions == 2 and records["fine"]["scores"]["hits1"] == 1.0
+    huge = records["huge"]
+    assert huge["question"].startswith("Who directed Parasite") and len(huge["question"]) <= RECORD_CHARS + 3
+    assert "2,700,014 characters long" in huge["error"] and len(huge["error"]) <= RECORD_CHARS + 3
+    assert out.stat().st_size < 20_000
