@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -22,6 +23,7 @@ from kgqa.programs import KGQA, KGProgram, WalkConfig
 from kgqa.programs.saving import CHAINS_FILE, CONFIG_FILE, LINKING_FILE, PROGRAM_FILE, save_program
 from kgqa.programs.scorer import SETTINGS_FILE, WEIGHTS_FILE
 from kgqa.programs.trace import StopReason, Trace
+from kgqa.progress import QUIET, Progress
 
 
 class LMUnreachable(LMUnavailable):
@@ -68,9 +70,11 @@ def compile_to_dir(
             summaries["before"] = evaluate(uncompiled, devset, out=out / "dev_before.jsonl", threads=threads, progress=progress)
             tracking.log_metrics("dev_before_", summaries["before"].as_dict())
         start = time.perf_counter()
+        bars = Progress(sys.stderr) if progress else QUIET  # the terminal's, taken before the teleprompters' output is kept aside
         with tracking.autolog_compile(), _quiet_third_party():
             compiled = compile_program(
-                uncompiled, optimizer, trainset=trainset, valset=devset, budget=budget, teacher=teacher, reflection=reflection
+                uncompiled, optimizer, trainset=trainset, valset=devset, budget=budget, teacher=teacher, reflection=reflection,
+                progress=bars,
             )
         seconds = round(time.perf_counter() - start, 1)
         tracking.log_metrics("", {"compile_seconds": seconds})

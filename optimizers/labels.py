@@ -26,6 +26,7 @@ from kgqa.programs.linking import is_topic
 from kgqa.programs.question import hop_kind
 from kgqa.programs.render import fact_names
 from kgqa.programs.scorer import ScorerGroup
+from kgqa.progress import QUIET, Progress
 
 _HOP = re.compile(r"^hop (\d+)")
 _NO_ANSWER_YET = ": no answer yet"  # the teacher's note on a named entity whose paths reached no gold answer
@@ -219,7 +220,8 @@ class GoldLabels:
 
 
 def gold_labels(
-    program, examples: Sequence[dspy.Example], *, teacher: dspy.LM, answers: int, sufficiency: int, scorer: int = 0
+    program, examples: Sequence[dspy.Example], *, teacher: dspy.LM, answers: int, sufficiency: int, scorer: int = 0,
+    progress: Progress = QUIET,
 ) -> GoldLabels:
     """Gold answers as demos of path answer extraction (up to `answers`) and of answer sufficiency
     (up to `sufficiency`, in pairs of one question), and as the path scorer's training walks (up to
@@ -240,7 +242,7 @@ def gold_labels(
     One walk feeds all three (a walk for each pool made a 1,500-row CWQ-mini compile 375 s, not 332 s)."""
     labels = GoldLabels()
     with dspy.context(lm=teacher):
-        for ex in examples:
+        for ex in progress(examples, desc="teacher walks"):
             wants_answer, wants_pair = len(labels.extraction) < answers, len(labels.sufficiency) + 2 <= sufficiency
             wants_walk = len(labels.scorer) < scorer
             if not (wants_answer or wants_pair or wants_walk):

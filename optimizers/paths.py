@@ -25,6 +25,7 @@ from kgqa.evaluate.metrics import gold_paths, normalize
 from kgqa.kg import Direction, KnowledgeGraph, Node
 from kgqa.kg.errors import KGError
 from kgqa.kg.paths import Chain, chains_from, walk
+from kgqa.progress import QUIET, Progress
 
 log = logging.getLogger(__name__)
 
@@ -82,12 +83,12 @@ def find_paths(kg: KnowledgeGraph, topics: Sequence[str], answers: Iterable[str]
 
 
 def label_trainset(
-    examples: Sequence[dspy.Example], kg: KnowledgeGraph | None, *, longest: int = LONGEST
+    examples: Sequence[dspy.Example], kg: KnowledgeGraph | None, *, longest: int = LONGEST, progress: Progress = QUIET
 ) -> tuple[list[dspy.Example], dict[str, int]]:
     """Each example with its gold paths (`teacher_paths`, best first; [] where none) and their
     source (`path_source`), and how many came from each source."""
     labeled, counts = [], Counter({source: 0 for source in SOURCES})
-    for ex in examples:
+    for ex in progress(examples, desc="gold paths"):
         label = label_paths(ex, kg, longest=longest)
         counts[label.source] += 1
         labeled.append(ex.copy(teacher_paths=[[list(hop) for hop in path] for path in label.paths], path_source=label.source))

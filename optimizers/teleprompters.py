@@ -38,6 +38,7 @@ from kgqa.optimizers.paths import LONGEST, label_trainset
 from kgqa.programs.chains import ChainPrior
 from kgqa.programs.linking import Linker
 from kgqa.programs.scorer import PathScorer, ScorerSettings, calibrate
+from kgqa.progress import QUIET, Progress
 
 log = logging.getLogger(__name__)
 
@@ -175,10 +176,12 @@ def compile_program(
     budget: Budget = Budget(),
     teacher: dspy.LM | None = None,
     reflection: dspy.LM | None = None,
+    progress: Progress = QUIET,
 ) -> dspy.Module:
     """Compile `program` with the named teleprompter; `none` returns it unchanged. The bootstrap
     teleprompters take their demos from a teacher that follows the gold relation paths where the
-    trainset has them (`optimizers.labels`), unless a teacher LM is given."""
+    trainset has them (`optimizers.labels`), unless a teacher LM is given. `progress` draws the long
+    parts: the labeling, the teleprompter's metric calls, the teacher's walks, the scorer's epochs."""
     kg = getattr(program, "kg", None)
     spec = TELEPROMPTERS.get(name)
     if spec is None:
@@ -186,7 +189,7 @@ def compile_program(
         return program
     # One labeling of the trainset feeds every learned part: each question's gold paths, the data's
     # own where they hold in the graph, else found there from its answers.
-    trainset, sources = label_trainset(trainset, kg)
+    trainset, sources = label_trainset(trainset, kg, progress=progress)
     log.info("gold paths for %d of %d training questions: %d the data's own that hold in the graph, %d found there "
              "from the answers, %d none within %d relations", sources["given"] + sources["found"], len(trainset),
              sources["given"], sources["found"], sources["none"], LONGEST)
@@ -194,6 +197,7 @@ def compile_program(
     if teacher is None and spec.labeled:
         teacher = labeled_teacher(trainset, kg=kg)
         labeled = teacher is not None
+    metric = progress.counting(metric, desc=name, total=len(trainset))  # a metric call per example tried
     teleprompter = make_teleprompter(
         name, metric=metric, budget=budget, teacher=teacher, reflection=reflection, train_size=len(trainset)
     )
@@ -224,13 +228,13 @@ def compile_program(
         # - sufficiency, pairs of a question's best paths reaching a gold answer and the same paths
         #   cut back a hop short;
         # - the path scorer, fine-tuned to put a path to a gold answer above the walk's others.
-        gold = gold_labels(compiled, trainset, teacher=teacher, answers=answers, sufficiency=pairs, scorer=walks)
+        gold = gold_labels(compiled, trainset, teacher=teacher, answers=answers, sufficiency=pairs, scorer=walks, progress=progress)
         if answers:
             compiled.extract_answers.predict.demos = gold.extraction
         if pairs:
             compiled.check_sufficiency.predict.demos = gold.sufficiency
         if walks:
-            compiled.path_scorer = _fit_scorer(gold.scorer, budget)
+            compiled.path_scorer = _fit_scorer(gold.scorer, budget, progress)
     if labeled and budget.step_demos:
         # and, on request, every intermediate step, labeled by the teacher's gold-path decisions: a pool each
         for name, pool in step_demos(compiled, trainset, teacher=teacher, limit=budget.step_demos).items():
@@ -244,15 +248,16 @@ def compile_program(
     return compiled
 
 
-def _fit_scorer(walks: Sequence, budget: Budget) -> PathScorer:
+def _fit_scorer(walks: Sequence, budget: Budget, progress: Progress) -> PathScorer:
     """The path scorer fitted on the teacher's `walks`, with how far to trust it measured on a share
     of them held out from a second fit (`programs.scorer.calibrate`)."""
     calibration = None
     if budget.scorer_held_out > 0 and budget.sure_precision <= 1:
-        calibration = calibrate(walks, settings=budget.scorer, precision=budget.sure_precision, held_out=budget.scorer_held_out)
+        calibration = calibrate(walks, settings=budget.scorer, precision=budget.sure_precision, held_out=budget.scorer_held_out,
+                                progress=progress)
         log.info("path scorer: its first was a gold answer on %d of %d held-out teacher walks from a share of %s",
                  calibration.right, calibration.measured, calibration.sure_at)
-    scorer = PathScorer.fit(walks, settings=budget.scorer)
+    scorer = PathScorer.fit(walks, settings=budget.scorer, progress=progress)
     if calibration is not None:
         scorer.calibration = calibration
     log.info("path scorer fitted on %d of %d teacher walks (%d groups) in %.0f s", scorer.report.questions, len(walks),

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kgqa.programs.encoders import MINILM, encoder_folder
+from kgqa.progress import QUIET, Progress
 
 WEIGHTS_FILE, SETTINGS_FILE = "path_scorer.safetensors", "path_scorer.json"
 VERSION = 1
@@ -165,7 +166,7 @@ class PathScorer:
     # -- fitting -------------------------------------------------------------------------------
 
     @classmethod
-    def fit(cls, walks: Sequence[ScorerGroup], *, settings: ScorerSettings | None = None) -> PathScorer:
+    def fit(cls, walks: Sequence[ScorerGroup], *, settings: ScorerSettings | None = None, progress: Progress = QUIET) -> PathScorer:
         """Fine-tuned on training walks (seeded; a walk with no gold candidate, or nothing else,
         teaches no order and is left out). Untrained when no walk teaches anything."""
         import torch
@@ -186,10 +187,11 @@ class PathScorer:
         rng = random.Random(settings.seed)
         encoder.train()
         losses = []
-        for _ in range(settings.epochs):
+        for epoch in range(settings.epochs):
             rng.shuffle(groups)
             total = 0.0
-            for start in range(0, len(groups), settings.batch_groups):
+            for start in progress(range(0, len(groups), settings.batch_groups), desc=f"path scorer, epoch {epoch + 1} of {settings.epochs}",
+                                  unit="step"):
                 batch = groups[start:start + settings.batch_groups]
                 questions = [q for q, paths in batch for _ in paths]
                 paths = [p for _, paths in batch for p in paths]
@@ -303,7 +305,7 @@ class PathScorer:
 
 
 def calibrate(walks: Sequence[ScorerGroup], *, settings: ScorerSettings | None = None, precision: float,
-              held_out: float = 0.1, least: int = LEAST_MEASURED) -> Calibration:
+              held_out: float = 0.1, least: int = LEAST_MEASURED, progress: Progress = QUIET) -> Calibration:
     """How far to trust a scorer fitted on `walks`: one fitted on the rest orders the `held_out` share
     of them (drawn by the settings' seed, walks with no gold candidate among them: the scorer's
     first is wrong there too), and `Calibration.measure` finds the least share at which its first is
@@ -314,7 +316,7 @@ def calibrate(walks: Sequence[ScorerGroup], *, settings: ScorerSettings | None =
     count = round(len(ordered) * held_out)
     if count < least:
         return Calibration(count, precision)
-    scorer = PathScorer.fit(ordered[count:], settings=settings)
+    scorer = PathScorer.fit(ordered[count:], settings=settings, progress=progress)
     if not scorer.trained:
         return Calibration(count, precision)
     firsts = []

@@ -58,8 +58,10 @@ def test_compile_writes_program_config_and_an_mlflow_run(compiled):
 def test_compile_fits_the_path_scorer_and_the_switch_or_zero_questions_leave_it_out(tmp_path):
     out = tmp_path / "program"
     result = kgqa("compile", "--train", "demo:train", "--kg", "demo", "--optimizer", "bootstrap", "--scorer-questions", "5",
-                  "--lm", ORACLE, "--out", str(out), "--quiet", home=tmp_path)
+                  "--lm", ORACLE, "--out", str(out), home=tmp_path)
     assert result.returncode == 0, result.stderr
+    for bar in ("gold paths: 100%", "bootstrap:", "teacher walks:", "path scorer, epoch 1 of 2: 100%", "path scorer, epoch 2 of 2: 100%"):
+        assert bar in result.stderr  # the long parts show their progress (not --quiet)
     assert 1 <= json.loads((out / "path_scorer.json").read_text())["report"]["questions"] <= 5
     assert (out / "path_scorer.safetensors").is_file()
     asked = kgqa("ask", "--program", str(out), "--kg", "demo", "--lm", ORACLE, "--json", "Who directed Parasite?", home=tmp_path)

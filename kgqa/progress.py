@@ -1,0 +1,40 @@
+"""Progress of long work as bars on a stream: `Progress(sys.stderr)` wraps an iterable in a bar
+(`tqdm`); `QUIET`, the default everywhere, wraps nothing. The compile draws its bars on the stream it
+was given, so they show while the teleprompters' own output is kept out of the way."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Iterator
+from typing import TextIO, TypeVar
+
+T = TypeVar("T")
+
+
+class Progress:
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream
+
+    def __call__(self, items: Iterable[T], *, desc: str, total: int | None = None, unit: str = "q") -> Iterable[T]:
+        """`items`, drawn as a bar while they are taken (none when quiet)."""
+        if self.stream is None:
+            return items
+        from tqdm import tqdm
+
+        return tqdm(items, desc=desc, total=total, unit=unit, file=self.stream, dynamic_ncols=True, mininterval=1.0)
+
+    def counting(self, call: Callable[..., T], *, desc: str, total: int, unit: str = "q") -> Callable[..., T]:
+        """`call`, each call a step of a bar of `total` (a teleprompter's metric: one call per example tried)."""
+        if self.stream is None:
+            return call
+        steps: Iterator[int] = iter(self(range(total), desc=desc, total=total, unit=unit))
+
+        @functools.wraps(call)  # a teleprompter may read the metric's name and signature
+        def counted(*args, **kwargs) -> T:
+            next(steps, None)
+            return call(*args, **kwargs)
+
+        return counted
+
+
+QUIET = Progress()
