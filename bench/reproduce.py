@@ -305,13 +305,14 @@ def compile_fresh(row: Row, bench, directory: Path) -> float:
     from kgqa.optimizers.teleprompters import compile_program
     from kgqa.programs import KGQA, WalkConfig
     from kgqa.programs.saving import save_program
+    from kgqa.progress import Progress
 
     if directory.exists():
         shutil.rmtree(directory)
     start = time.perf_counter()
     program = KGQA(bench.kg, config=bench.walk(WalkConfig()))
     trainset = accuracy.answers_alone(bench.train) if row.answers_alone else bench.train
-    compiled = compile_program(program, SYSTEM, trainset=trainset, budget=accuracy.BUDGETS[SYSTEM])
+    compiled = compile_program(program, SYSTEM, trainset=trainset, budget=accuracy.BUDGETS[SYSTEM], progress=Progress(sys.stderr))
     seconds = time.perf_counter() - start
     save_program(compiled, directory, settings={"kg": bench.dataset, "optimizer": SYSTEM, "train": len(bench.train),
                                                 "path_labels": compiled.path_labels})
