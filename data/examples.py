@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 import dspy
 
 from kgqa.data.questions import MAX_QUESTION_CHARS, question_problem  # noqa: F401 (the one question check)
 from kgqa.errors import KGQAError
+from kgqa.progress import QUIET, Progress
 
 INPUT_FIELDS = ("question", "topic_entities")
 
@@ -64,19 +69,30 @@ def bad_row(*, source: str, id: str, problem: str, question: object = None) -> d
                         source=source, bad_row=problem).with_inputs(*INPUT_FIELDS)
 
 
-def numbered_lines(path: str | Path, *, errors: str = "strict") -> Iterator[tuple[str, str]]:
-    """(`file:line`, line without its newline) for each non-blank line; an unreadable file is a DatasetError.
-    `errors="surrogateescape"` reads bytes that are not UTF-8 as lone surrogates, which the question
-    check then names, instead of failing the file."""
+def numbered_lines(path: str | Path, *, errors: str = "strict", progress: Progress = QUIET) -> Iterator[tuple[str, str]]:
+    """(`file:line`, line without its newline) for each non-blank line (gunzipped where the name ends
+    in .gz); an unreadable file is a DatasetError. `errors="surrogateescape"` reads bytes that are not
+    UTF-8 as lone surrogates, which the question check then names, instead of failing the file."""
+    path = Path(path)
+    with open_bytes(path, progress=progress) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors=errors) as handle:
+        try:
+            for number, line in enumerate(handle, 1):
+                if line.strip():
+                    yield f"{path}:{number}", line.rstrip("\n")
+        except (OSError, EOFError) as exc:  # a damaged or cut gzip stream
+            raise DatasetError(f"cannot read {path}: {exc}") from exc
+
+
+@contextmanager
+def open_bytes(path: str | Path, *, progress: Progress = QUIET) -> Iterator[BinaryIO]:
+    """`path`'s bytes, gunzipped where its name ends in .gz, with a bar of the file's bytes read."""
     path = Path(path)
     try:
-        handle = path.open(encoding="utf-8", errors=errors)
+        raw = path.open("rb")
     except OSError as exc:
         raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    with handle:
-        for number, line in enumerate(handle, 1):
-            if line.strip():
-                yield f"{path}:{number}", line.rstrip("\n")
+    with raw, progress.reading(raw, desc=path.name, total=path.stat().st_size) as counted:
+        yield gzip.GzipFile(fileobj=counted) if path.suffix.lower() == ".gz" else counted
 
 
 def read_jsonl(path: str | Path) -> Iterator[tuple[str, dict]]:

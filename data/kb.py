@@ -1,4 +1,8 @@
-"""Loading graph sources (RDF files, MetaQA's kb.txt, RoG graphs) into an embedded store."""
+"""Loading graph sources (RDF files, MetaQA's kb.txt, RoG graphs) into an embedded store.
+
+Files are streamed (gzipped where the name ends in .gz), with a bar of the bytes read; a bad triple
+is an error naming its line. While a load runs, the store's metadata says so (`loading`): a store
+whose load was killed refuses to open until the same load is run again."""
 
 from __future__ import annotations
 
@@ -6,11 +10,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kgqa.data.examples import DatasetError
+from kgqa.data.examples import DatasetError, open_bytes
 from kgqa.data.metaqa import kb_triples
 from kgqa.data.rog import graph_triples, load_rog
 from kgqa.kg import EmbeddedStore, KnowledgeGraph, get_profile
 from kgqa.kg.profiles import FREEBASE_NS
+from kgqa.progress import QUIET, Progress
 
 FORMATS = ("ntriples", "turtle", "metaqa", "rog")
 _SUFFIXES = {".nt": "ntriples", ".ttl": "turtle", ".txt": "metaqa", ".parquet": "rog", ".jsonl": "rog", ".json": "rog"}
@@ -18,7 +23,8 @@ _PROFILE_OF_FORMAT = {"metaqa": "metaqa", "rog": "rog"}
 
 
 def guess_format(source: str | Path) -> str:
-    suffix = Path(source).suffix.lower()
+    path = Path(source)
+    suffix = (path.with_suffix("") if path.suffix.lower() == ".gz" else path).suffix.lower()
     if suffix not in _SUFFIXES:
         raise DatasetError(f"cannot tell the format of {source}; pass --format ({', '.join(FORMATS)})")
     return _SUFFIXES[suffix]
@@ -32,7 +38,7 @@ class LoadReport:
     seconds: float
 
 
-def load_source(store: EmbeddedStore, source: str | Path, *, format: str | None = None) -> LoadReport:
+def load_source(store: EmbeddedStore, source: str | Path, *, format: str | None = None, progress: Progress = QUIET) -> LoadReport:
     """Add one source to the store; `format` is guessed from the file suffix when not given."""
     format = format or guess_format(source)
     if format not in FORMATS:
@@ -41,9 +47,10 @@ def load_source(store: EmbeddedStore, source: str | Path, *, format: str | None 
         raise DatasetError(f"no such file: {source}")
     before, start = len(store), time.perf_counter()
     if format in ("ntriples", "turtle"):
-        store.load_file(source, format=format)
+        with open_bytes(source, progress=progress) as handle:
+            store.load_file(handle, format=format, name=str(source))
     elif format == "metaqa":
-        store.add_triples(kb_triples(source))
+        store.add_triples(kb_triples(source, progress=progress))
     else:
         store.add_triples(t for ex in load_rog(source) for t in graph_triples(ex.graph))
     return LoadReport(str(source), format, len(store) - before, time.perf_counter() - start)
@@ -59,16 +66,19 @@ def guess_profile(store: EmbeddedStore, formats: list[str]) -> str:
 
 
 def build_store(
-    sources: list[str | Path], *, path: str | Path | None = None, format: str | None = None, profile: str | None = None
+    sources: list[str | Path], *, path: str | Path | None = None, format: str | None = None, profile: str | None = None,
+    progress: Progress = QUIET,
 ) -> tuple[EmbeddedStore, str, list[LoadReport]]:
     """Load sources into a new store (on disk when `path` is given) and record its metadata."""
     store = EmbeddedStore.open(path, create=True) if path is not None else EmbeddedStore()
-    reports = [load_source(store, source, format=format) for source in sources]
+    store.write_meta(loading=[str(source) for source in sources])  # until the last source is in
+    reports = [load_source(store, source, format=format, progress=progress) for source in sources]
     profile = get_profile(profile).name if profile else guess_profile(store, [r.format for r in reports])
     store.write_meta(
         profile=profile,
         sources=[{"source": r.source, "format": r.format, "triples": r.triples} for r in reports],
         load_seconds=round(sum(r.seconds for r in reports), 3),
+        loading=None,
     )
     return store, profile, reports
 

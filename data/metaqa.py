@@ -19,6 +19,7 @@ from kgqa.data.jsonl import load_jsonl
 from kgqa.kg.errors import InvalidTermError
 from kgqa.kg.profiles import METAQA, RDFS_LABEL
 from kgqa.kg.terms import XSD
+from kgqa.progress import QUIET, Progress
 
 LITERAL_RELATIONS = {
     "release_year": ox.NamedNode(XSD + "gYear"),
@@ -28,8 +29,8 @@ LITERAL_RELATIONS = {
 _TOPIC = re.compile(r"\[([^\]]+)\]")
 
 
-def kb_triples(path: str | Path) -> Iterator[ox.Triple]:
-    """Triples of a MetaQA `kb.txt`, plus one rdfs:label per entity (its name)."""
+def kb_triples(path: str | Path, *, progress: Progress = QUIET) -> Iterator[ox.Triple]:
+    """Triples of a MetaQA `kb.txt` (or `kb.txt.gz`), plus one rdfs:label per entity (its name)."""
     path = Path(path)
     label = ox.NamedNode(RDFS_LABEL)
     labelled: set[str] = set()
@@ -45,7 +46,7 @@ def kb_triples(path: str | Path) -> Iterator[ox.Triple]:
             out.append(ox.Triple(node, label, ox.Literal(name)))
         return node
 
-    for source, line in numbered_lines(path):
+    for source, line in numbered_lines(path, progress=progress):
         parts = line.split("|")
         if len(parts) != 3 or not all(p.strip() for p in parts):
             raise DatasetError(f"{source}: expected 'head|relation|tail', got {line[:120]!r}")

@@ -6,6 +6,7 @@ import json
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import BinaryIO
 
 import pyoxigraph as ox
 
@@ -62,6 +63,10 @@ class EmbeddedStore:
         path = Path(path)
         if not create and not (path / META_FILE).is_file():
             raise KGError(f"no kgqa store at {path} (create one with `kgqa kg load SOURCE --store {path}`)")
+        loading = json.loads((path / META_FILE).read_text()).get("loading") if not create else None
+        if loading:  # a load into it stopped before its end (killed): part of a source is missing
+            raise KGError(f"the store at {path} was still loading {', '.join(loading)} when the load stopped: run the same "
+                          f"`kgqa kg load ... --store {path}` again (the triples already there are kept once)")
         if not read_only:
             path.mkdir(parents=True, exist_ok=True)
         try:
@@ -114,16 +119,21 @@ class EmbeddedStore:
             self._indexed = self.store.contains_named_graph(ox.NamedNode(RELATION_INDEX))
         return (RELATION_INDEX, RELATIONS_OF) if self._indexed else None
 
-    def load_file(self, path: str | Path, *, format: str) -> None:
-        """Parse an N-Triples or Turtle file straight into the store."""
+    def load_file(self, source: str | Path | BinaryIO, *, format: str, name: str | None = None) -> None:
+        """Parse N-Triples or Turtle straight into the store (pyoxigraph's bulk loader), from a file or
+        from a binary stream (`name` says what it is in errors). A bad triple is an error naming its line."""
         try:
             rdf_format = FORMATS[format]
         except KeyError:
             raise KGError(f"unknown RDF format {format!r}; choose one of {', '.join(FORMATS)}") from None
+        streamed = not isinstance(source, (str, Path))
         try:
-            self.store.bulk_load(path=str(path), format=rdf_format)
-        except (SyntaxError, ValueError, OSError) as exc:
-            raise KGError(f"cannot load {path}: {exc}") from exc
+            if streamed:
+                self.store.bulk_load(input=source, format=rdf_format)
+            else:
+                self.store.bulk_load(path=str(source), format=rdf_format)
+        except (SyntaxError, ValueError, OSError, EOFError) as exc:
+            raise KGError(f"cannot load {name or source}: {exc}") from exc
         self.index_relations()
 
     def __len__(self) -> int:
@@ -141,5 +151,6 @@ class EmbeddedStore:
         if self.path is None:
             return
         meta = {**self.read_meta(), **fields, "updated": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        meta = {key: value for key, value in meta.items() if value is not None}  # None: the field is gone
         self.store.flush()
         (self.path / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")

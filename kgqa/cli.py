@@ -25,8 +25,10 @@ from kgqa.server import ServeLimits  # noqa: E402
 
 def _kg_load(args: argparse.Namespace) -> int:
     from kgqa.data.kb import build_store
+    from kgqa.progress import Progress
 
-    store, profile, reports = build_store(args.sources, path=args.store, format=args.format, profile=args.profile)
+    store, profile, reports = build_store(args.sources, path=args.store, format=args.format, profile=args.profile,
+                                          progress=Progress(sys.stderr))
     for r in reports:
         print(f"loaded {r.source} ({r.format}): {r.triples:,} triples in {r.seconds:.2f} s")
     print(f"store {args.store}: {len(store):,} triples, profile {profile}")

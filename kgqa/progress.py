@@ -5,8 +5,10 @@ was given, so they show while the teleprompters' own output is kept out of the w
 from __future__ import annotations
 
 import functools
+import io
 from collections.abc import Callable, Iterable, Iterator
-from typing import TextIO, TypeVar
+from contextlib import contextmanager
+from typing import BinaryIO, TextIO, TypeVar
 
 T = TypeVar("T")
 
@@ -35,6 +37,32 @@ class Progress:
             return call(*args, **kwargs)
 
         return counted
+
+    @contextmanager
+    def reading(self, handle: BinaryIO, *, desc: str, total: int) -> Iterator[BinaryIO]:
+        """`handle`, its bytes drawn as a bar of `total` as they are read."""
+        if self.stream is None:
+            yield handle
+            return
+        from tqdm import tqdm
+
+        with tqdm(desc=desc, total=total, unit="B", unit_scale=True, file=self.stream, dynamic_ncols=True, mininterval=1.0) as bar:
+            yield io.BufferedReader(_Counted(handle, bar.update), buffer_size=1 << 20)
+
+
+class _Counted(io.RawIOBase):
+    """A binary stream that reports how many bytes each read took from `raw`."""
+
+    def __init__(self, raw: BinaryIO, advance: Callable[[int], object]) -> None:
+        self.raw, self.advance = raw, advance
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        count = self.raw.readinto(buffer) or 0
+        self.advance(count)
+        return count
 
 
 QUIET = Progress()

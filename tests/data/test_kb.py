@@ -40,3 +40,57 @@ def test_metaqa_kb_becomes_a_metaqa_store(shared_data, tmp_path):
     assert profile == "metaqa"
     stats = store_stats(KnowledgeGraph(store, profile=profile))
     assert stats["relations"] == 9 and stats["entities"] > 40_000
+
+
+def test_a_gzipped_source_streams_into_the_same_store_and_a_bad_triple_names_its_line(tmp_path):
+    import gzip
+    import io
+
+    from kgqa.progress import Progress
+
+    plain = DEMO_KG.read_bytes()
+    packed = tmp_path / "demo.nt.gz"
+    packed.write_bytes(gzip.compress(plain))
+    assert guess_format(packed) == "ntriples" and guess_format("kb.txt.gz") == "metaqa"
+    bars = io.StringIO()
+    store, profile, reports = build_store([packed], path=tmp_path / "store", progress=Progress(bars))
+    assert profile == "freebase" and reports[0].triples == len(build_store([DEMO_KG])[0])
+    assert "demo.nt.gz: 100%" in bars.getvalue()  # the bar of the file's bytes read
+    lines = plain.decode().splitlines()
+    broken = tmp_path / "broken.nt.gz"
+    broken.write_bytes(gzip.compress("\n".join([*lines[:40], "<http://a/x> <http://a/p> oops .", *lines[40:]]).encode()))
+    with pytest.raises(KGError, match=r"cannot load .*broken\.nt\.gz: .*line 41"):
+        build_store([broken], path=tmp_path / "broken")
+    with pytest.raises(KGError, match="was still loading .*broken.nt.gz when the load stopped: run the same"):
+        EmbeddedStore.open(tmp_path / "broken", read_only=True)  # half a source is not a store to answer from
+    cut = tmp_path / "cut.nt.gz"
+    cut.write_bytes(gzip.compress(plain)[:2000])
+    with pytest.raises(KGError, match="cannot load .*cut.nt.gz"):
+        build_store([cut])
+
+
+def test_a_store_whose_load_was_killed_refuses_to_open_until_the_same_load_runs_again(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    big = tmp_path / "big.nt"
+    with big.open("w") as out:  # enough triples that the load is still running when it is killed
+        for n in range(150_000):
+            out.write(f'<http://x/e{n}> <http://x/p{n % 13}> <http://x/e{(n * 7919) % 150_000}> .\n<http://x/e{n}> <http://x/name> "e {n}" .\n')
+    store = tmp_path / "store"
+    command = [sys.executable, "-m", "kgqa", "kg", "load", str(big), "--store", str(store)]
+    loading = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (store / "kgqa-store.json").exists():
+        time.sleep(0.01)
+    assert loading.poll() is None, "the load ended before it could be killed"
+    os.kill(loading.pid, signal.SIGKILL)  # its metadata, written first, says it is loading
+    loading.wait(timeout=30)
+    with pytest.raises(KGError, match=f"the store at {store} was still loading {big} when the load stopped"):
+        EmbeddedStore.open(store, read_only=True)
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert len(EmbeddedStore.open(store, read_only=True)) == 300_000  # each triple once
