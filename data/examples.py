@@ -95,12 +95,6 @@ def open_bytes(path: str | Path, *, progress: Progress = QUIET) -> Iterator[Bina
         yield gzip.GzipFile(fileobj=counted) if path.suffix.lower() == ".gz" else counted
 
 
-def read_jsonl(path: str | Path) -> Iterator[tuple[str, dict]]:
-    """(`file:line`, row) for each non-blank line; a line that is not a JSON object is a DatasetError."""
-    for source, line in numbered_lines(path):
-        yield source, json_row(line, source)
-
-
 def json_row(line: str, source: str) -> dict:
     """One JSONL line as an object; anything else (not JSON, nested too deep, not an object) is a DatasetError."""
     try:

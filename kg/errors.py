@@ -1,9 +1,8 @@
-"""Errors raised by the knowledge-graph layer."""
+"""Errors raised by the knowledge-graph layer. The layer stands on its own (it imports nothing of
+the rest of kgqa); the command line counts its errors among those a user can fix (`kgqa.errors`)."""
 
-from kgqa.errors import KGQAError
 
-
-class KGError(KGQAError, RuntimeError):
+class KGError(RuntimeError):
     """The graph could not answer: an endpoint is down, timed out, or answered garbage."""
 
 

@@ -167,10 +167,6 @@ class NameIndex:
     def __len__(self) -> int:
         return len(self.names)
 
-    def entities_named(self, name: str) -> list[str]:
-        """The entities with exactly this name or alias."""
-        return list(self._by_name.get(name, ()))
-
     def resolve(self, entity_or_name: str) -> list[tuple[str, str]]:
         """(entity, name) for an entity id the index holds, else for every entity of that exact name."""
         if entity_or_name in self._first_name:

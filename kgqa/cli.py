@@ -15,7 +15,7 @@ from kgqa.env import stay_offline  # noqa: E402
 stay_offline()
 
 from kgqa.data.kb import FORMATS  # noqa: E402
-from kgqa.errors import KGQAError, user_paths  # noqa: E402
+from kgqa.errors import USER_ERRORS, user_paths  # noqa: E402
 from kgqa.kg.profiles import PROFILES  # noqa: E402
 from kgqa.optimizers.teleprompters import TELEPROMPTERS, Budget  # noqa: E402
 from kgqa.programs import SWITCHES  # noqa: E402
@@ -383,7 +383,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (| head): nothing left to say
         sys.stderr.close()
         return 0
-    except KGQAError as exc:
+    except USER_ERRORS as exc:
         if args.debug:
             raise
         print(f"kgqa: error: {exc}", file=sys.stderr)

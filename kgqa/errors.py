@@ -6,12 +6,17 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+from kgqa.kg.errors import KGError
+
 
 class KGQAError(Exception):
     """Bad input or an unavailable service: a wrong spec or file, a malformed dataset row or
     program file, a KG endpoint or LM that does not answer, a local model that cannot be built.
     Each subclass also derives from the builtin a caller would expect (ValueError, RuntimeError)."""
 
+
+
+USER_ERRORS = (KGQAError, KGError)  # what the command line prints as one line: the graph layer's errors too
 
 
 class LMUnavailable(KGQAError, RuntimeError):

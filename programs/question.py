@@ -82,10 +82,6 @@ class Question:
         object.__setattr__(self, "comparison", read_comparison(self.text, names=self.topics))
         object.__setattr__(self, "names_values", names_values(self.text, self.topics))
 
-    @property
-    def shape(self) -> str:
-        return question_shape(self.text, self.topics)
-
 
 @dataclass(frozen=True)
 class Comparison:
