@@ -56,22 +56,15 @@ LEXICON_MIN_PRECISION = 0.5
 KEPT_SHARE_MIN = 2  # n-grams seen in fewer training questions than this are not kept
 # Compiling counts, for each training question's candidates, only the other questions: a question's own
 # gold topics would vouch for its spans and entities (`link_prior`, `entity_prior`, the lexicon), and
-# the model would learn to trust those counts more than a new question can (dev: exact gold set
-# 0.798 -> 0.820 with 10 folds, 0.826 with the kept counts taken over every training question). The
-# same folds score each question for tuning the threshold with a model fitted on the others (a 70/30
-# split chose 0.3 or 0.4 by a few questions from one compile to the next).
+# the model would learn to trust those counts more than a new question can. The same folds score each
+# question for tuning the thresholds with a model fitted on the others. (Each choice here was measured:
+# docs/linking.md.)
 FOLDS = 10
-# The model: one hidden layer. Against logistic regression on the same features (dev, 797 held-out
-# questions): exact gold set 0.833 -> 0.849 / 0.847 / 0.843 (three seeds), >= 1 gold 0.974 -> 0.981 /
-# 0.980 / 0.980; gradient-boosted trees 0.836 / 0.981.
-HIDDEN_UNITS = 16
+HIDDEN_UNITS = 16  # the model: one hidden layer, so a feature's weight may depend on the others
 L2 = 0.01  # the network's weight penalty (sklearn's alpha)
-# The thresholds tried, for names and for common words each. One threshold for both had to admit
-# common words the training questions count as topics only some of the time ("dated": 7 extra topics
-# in 797 held-out dev questions at 0.33) to keep the names the model scores low; tuned apart, names
-# settle at 0.2-0.4 and common words at 0.5-0.7 (dev, three splits of four seeds: exact gold set +0.7
-# points on average, 11 of 12 runs better; all test: 0.841 and 0.838 in two compiles against 0.840, within
-# the spread of compiling: 1e132b4:bench/results/linking-common-words/).
+# The thresholds tried, for names and for common words apart: one threshold for both had to admit
+# common words the training questions count as topics only some of the time to keep the names the
+# model scores low.
 THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
 UNTRAINED_THRESHOLD = 0.9  # an uncompiled linker's, for every candidate: beside the best, near-perfect matches only
 # A year as a word of its own, the edition of a yearly event ("the AFC Championship Game in 2013"),
@@ -254,8 +247,7 @@ class Linker:
         """The best candidates down to their thresholds (`threshold_for`), spans not overlapping;
         always the best one. Where a name matched by its letters (`exact`, `variant`) over at least as
         many words, and scoring above its threshold, overlaps a candidate found otherwise, the name
-        written out wins: "Afghan Afghani" over Afghanistan for "the Afghan Afghani" (dev: exact gold
-        set 0.827 -> 0.829, none worse). A dated name whose year the question writes apart (`year_at`)
+        written out wins: "Afghan Afghani" over Afghanistan for "the Afghan Afghani". A dated name whose year the question writes apart (`year_at`)
         stands for a name it overlaps that it contains, or one found by a looser match: "the AFC
         Championship Game in 2013" is the 2013 AFC Championship Game."""
         chosen: list[Candidate] = []
