@@ -54,7 +54,7 @@ from kgqa.kg import EmbeddedStore, KnowledgeGraph, SparqlEndpoint, virtuoso  # n
 from kgqa.kg.names import NameIndex  # noqa: E402
 from kgqa.kg.profiles import ROG  # noqa: E402
 from kgqa.programs.embedder import Embedder  # noqa: E402
-from kgqa.programs.linking import Candidate, Linker, Linking  # noqa: E402
+from kgqa.programs.linking import LinkCandidate, Linker, Linking  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 BACKENDS = ("embedded", "virtuoso")
@@ -91,7 +91,7 @@ def link_all(
     return scored
 
 
-def as_named(candidates: Sequence[Candidate], gold: Sequence[str]) -> list[str]:
+def as_named(candidates: Sequence[LinkCandidate], gold: Sequence[str]) -> list[str]:
     """Each candidate as the gold list names it: by name where a gold topic is that name, else by id."""
     return [c.name if c.name in gold else c.entity for c in candidates]
 

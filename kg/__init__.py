@@ -3,7 +3,7 @@
 from kgqa.kg.embedded import EmbeddedStore
 from kgqa.kg.endpoint import SparqlEndpoint
 from kgqa.kg.errors import InvalidTermError, KGError
-from kgqa.kg.graph import Edge, Fanout, KGStats, KnowledgeGraph, Step
+from kgqa.kg.graph import Edge, Fanout, KGStats, KnowledgeGraph, Move
 from kgqa.kg.profiles import FREEBASE, GENERIC, METAQA, PROFILES, ROG, KGProfile, get_profile
 from kgqa.kg.terms import Direction, Node, normalize_label
 
@@ -20,11 +20,11 @@ __all__ = [
     "KGStats",
     "KnowledgeGraph",
     "METAQA",
+    "Move",
     "Node",
     "PROFILES",
     "ROG",
     "SparqlEndpoint",
-    "Step",
     "get_profile",
     "normalize_label",
 ]

@@ -47,7 +47,7 @@ class Edge(NamedTuple):
         return Edge(self.relation, self.direction.reverse)
 
 
-class Step(NamedTuple):
+class Move(NamedTuple):
     """One edge to follow: from `entity` through `relation` in `direction`."""
 
     entity: str
@@ -201,12 +201,12 @@ class KnowledgeGraph:
 
     def follow(
         self,
-        steps: Iterable[Step | tuple[str, str, Direction | str]],
+        steps: Iterable[Move | tuple[str, str, Direction | str]],
         *,
         limit: int | None = None,
         names: bool = True,
         relations: bool = False,
-    ) -> Fanout[Step, Node]:
+    ) -> Fanout[Move, Node]:
         """Neighbours for many (entity, relation, direction) steps in one query.
 
         With `names`, entity nodes come back named (`Node.name`) by the same query; nameless
@@ -214,7 +214,7 @@ class KnowledgeGraph:
         brings the relations around every entity reached (`Fanout.around`), which is what
         the next depth of a walk asks for: a depth then costs one round trip, not two.
         """
-        unique = list(dict.fromkeys(Step(e, r, Direction(d)) for e, r, d in steps))
+        unique = list(dict.fromkeys(Move(e, r, Direction(d)) for e, r, d in steps))
         if not unique:
             return Fanout({})
         cap = self._cap(limit, self.max_neighbours)
@@ -224,7 +224,7 @@ class KnowledgeGraph:
         name_predicates = self.profile.name_predicates if names and not from_ids else ()
         only = unique[0] if len({(s.relation, s.direction) for s in unique}) == 1 else None
 
-        def query(batch: list[Step], row_limit: int, ordered: bool) -> str:
+        def query(batch: list[Move], row_limit: int, ordered: bool) -> str:
             groups: dict[tuple[str, Direction], list[str]] = defaultdict(list)
             for s in batch:
                 groups[relation_iris[s.relation], s.direction].append(entity_iris[s.entity])
@@ -243,15 +243,15 @@ class KnowledgeGraph:
 
         entity_of = {iri: e for e, iri in entity_iris.items()}
         relation_of = {iri: r for r, iri in relation_iris.items()}
-        found: dict[Step, dict[Node, tuple]] = defaultdict(dict)
+        found: dict[Move, dict[Node, tuple]] = defaultdict(dict)
         around: dict[str, set[Edge]] = defaultdict(set)
         rows, cut = self._batched_rows(unique, cap, query)
         for row in rows:
             node = self._node(row["n"])
             if only is not None:  # one (relation, direction): the query returns neither
-                step = Step(entity_of.get(row["e"].value), only.relation, only.direction)
+                step = Move(entity_of.get(row["e"].value), only.relation, only.direction)
             else:
-                step = Step(entity_of.get(row["e"].value), relation_of.get(row["r"].value), Direction(row["d"].value))
+                step = Move(entity_of.get(row["e"].value), relation_of.get(row["r"].value), Direction(row["d"].value))
             if node is None or step.entity is None or step.relation is None:
                 continue
             best = found[step].get(node)
@@ -282,7 +282,7 @@ class KnowledgeGraph:
     ) -> Fanout[str, Node]:
         """Neighbours of each entity through one relation and direction, in one query."""
         direction = Direction(direction)
-        result = self.follow((Step(e, relation, direction) for e in entities), limit=limit, names=names)
+        result = self.follow((Move(e, relation, direction) for e in entities), limit=limit, names=names)
         return Fanout(
             {step.entity: nodes for step, nodes in result.items.items()},
             frozenset(step.entity for step in result.truncated),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 
-from kgqa.kg.graph import Edge, KnowledgeGraph, Step
+from kgqa.kg.graph import Edge, KnowledgeGraph, Move
 from kgqa.kg.terms import Direction, Node
 
 
@@ -52,7 +52,7 @@ def chains_from(
                  for edge in _onward(kg, around, node.id, chain)}
         if not steps:
             return
-        fanout = kg.follow([Step(e, edge.relation, edge.direction) for e, edge in sorted(steps)], relations=depth < longest)
+        fanout = kg.follow([Move(e, edge.relation, edge.direction) for e, edge in sorted(steps)], relations=depth < longest)
         around.update(fanout.around)
         onward: dict[Chain, set[Node]] = defaultdict(set)
         for chain, nodes in layer.items():
@@ -60,7 +60,7 @@ def chains_from(
                 if node.literal:
                     continue
                 for edge in _onward(kg, around, node.id, chain):
-                    reached = fanout[Step(node.id, edge.relation, edge.direction)]
+                    reached = fanout[Move(node.id, edge.relation, edge.direction)]
                     onward[(*chain, edge)] |= {n for n in reached if n.literal or n.id not in excluded}
         layer = {chain: nodes for chain, nodes in onward.items() if nodes}
         ends = {chain: {n for n in nodes if n.literal or n.name or not through} for chain, nodes in layer.items()}

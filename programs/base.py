@@ -23,14 +23,13 @@ import dspy
 
 from kgqa.data.questions import few
 from kgqa.errors import LMUnavailable
-from kgqa.kg import Edge, KGError, KnowledgeGraph, Node, Step
+from kgqa.kg import Edge, KGError, KnowledgeGraph, Move, Node
 from kgqa.kg.errors import InvalidTermError
 from kgqa.programs.chains import ChainPrior
 from kgqa.programs.config import WalkConfig
 from kgqa.programs.deadline import Cut, Deadline
 from kgqa.programs.embedder import Embedder
-from kgqa.programs.linking import Candidate as LinkCandidate
-from kgqa.programs.linking import Linker, Linking
+from kgqa.programs.linking import LinkCandidate, Linker, Linking
 from kgqa.programs.question import BRACKETED
 from kgqa.programs.state import Asking, Ledger, WalkState
 from kgqa.programs.trace import StopReason, Trace, token_totals
@@ -38,7 +37,7 @@ from kgqa.programs.trails import Hop, Trail
 
 
 @dataclass
-class Candidates:
+class Branch:
     """Nodes reached from one trail through one relation, or a compound one through CVT nodes.
 
     `members` pairs each node with the hops before its last one: empty, or the hop to the
@@ -176,26 +175,26 @@ class KGProgram(dspy.Module):
         back = trail.arrival.reversed if trail.arrival and state.asking.kg.profile.drops_pre_relations else None
         return [e for e in relations.get(trail.end.id, ()) if e != back]
 
-    def _follow(self, state: WalkState, steps: list[tuple[Trail, Edge, float]], *, more: bool) -> tuple[list[Candidates], dict]:
+    def _follow(self, state: WalkState, steps: list[tuple[Trail, Edge, float]], *, more: bool) -> tuple[list[Branch], dict]:
         """Neighbours of every chosen step in one query; unnamed (CVT) nodes are stepped through."""
         kg, topic_ids = state.asking.kg, state.asking.topic_ids
-        fanout = kg.follow([Step(t.end.id, e.relation, e.direction) for t, e, _ in steps], relations=more)
+        fanout = kg.follow([Move(t.end.id, e.relation, e.direction) for t, e, _ in steps], relations=more)
         relations = dict(fanout.around)
-        groups: list[Candidates] = []
+        groups: list[Branch] = []
         through: list[tuple[Trail, Edge, float, Node]] = []
         for trail, edge, score in steps:
             excluded = trail.behind(edge) | topic_ids
-            nodes = [n for n in fanout[Step(trail.end.id, edge.relation, edge.direction)] if n.literal or n.id not in excluded]
+            nodes = [n for n in fanout[Move(trail.end.id, edge.relation, edge.direction)] if n.literal or n.id not in excluded]
             if kg.profile.step_through_unnamed:
                 through += [(trail, edge, score, n) for n in nodes if not n.literal and not n.name]
                 nodes = [n for n in nodes if n.literal or n.name]
             if nodes:
-                groups.append(Candidates(trail, (edge,), [((), n) for n in nodes], score))
+                groups.append(Branch(trail, (edge,), [((), n) for n in nodes], score))
         if through:
             groups += self._step_through(state, through, relations, more=more)
         return groups, relations
 
-    def _step_through(self, state: WalkState, through: list, relations: dict, *, more: bool) -> list[Candidates]:
+    def _step_through(self, state: WalkState, through: list, relations: dict, *, more: bool) -> list[Branch]:
         """Follow every onward relation of unnamed (CVT) nodes but the one back, in one query."""
         kg, topic_ids = state.asking.kg, state.asking.topic_ids
         missing = sorted({cvt.id for *_, cvt in through} - set(relations))
@@ -205,17 +204,17 @@ class KGProgram(dspy.Module):
         def onward(edge: Edge, cvt: Node) -> list[Edge]:
             return [e for e in relations.get(cvt.id, ()) if e != edge.reversed]
 
-        steps = [Step(cvt.id, e.relation, e.direction) for _, edge, _, cvt in through for e in onward(edge, cvt)]
+        steps = [Move(cvt.id, e.relation, e.direction) for _, edge, _, cvt in through for e in onward(edge, cvt)]
         fanout = kg.follow(steps, relations=more)
         relations.update(fanout.around)
-        groups: dict[tuple, Candidates] = {}
+        groups: dict[tuple, Branch] = {}
         for trail, edge, score, cvt in through:
             excluded = trail.behind(edge) | {cvt.id} | topic_ids
             for e in onward(edge, cvt):
-                nodes = [n for n in fanout[Step(cvt.id, e.relation, e.direction)] if n.literal or n.id not in excluded]
+                nodes = [n for n in fanout[Move(cvt.id, e.relation, e.direction)] if n.literal or n.id not in excluded]
                 if nodes:
                     prefix = (Hop(edge.relation, edge.direction, cvt),)
-                    group = groups.setdefault((trail, edge, e), Candidates(trail, (edge, e), [], score))
+                    group = groups.setdefault((trail, edge, e), Branch(trail, (edge, e), [], score))
                     group.members += [(prefix, n) for n in nodes]
         return list(groups.values())
 

@@ -52,8 +52,7 @@ from kgqa.programs.chains import ChainPrior, Votes
 from kgqa.programs.config import WalkConfig
 from kgqa.programs.deadline import Deadline
 from kgqa.programs.embedder import Embedder
-from kgqa.programs.linking import Candidate as LinkCandidate
-from kgqa.programs.linking import Linker, Linking
+from kgqa.programs.linking import LinkCandidate, Linker, Linking
 from kgqa.programs.ranking import SCORED, Candidate, chain_words, rank, scored_order, scored_text
 from kgqa.programs.scorer import PathScorer
 from kgqa.programs.state import WalkState

@@ -72,7 +72,7 @@ UNTRAINED_THRESHOLD = 0.9  # an uncompiled linker's, for every candidate: beside
 
 
 @dataclass
-class Candidate:
+class LinkCandidate:
     entity: str
     name: str
     mention: Mention | None  # None for a lexicon entry
@@ -98,8 +98,8 @@ class Linking:
     """What linking saw and chose, as the trace keeps it."""
 
     mentions: list[Mention]
-    candidates: list[Candidate]
-    linked: list[Candidate]
+    candidates: list[LinkCandidate]
+    linked: list[LinkCandidate]
 
     def to_dict(self, *, shown: int = 10) -> dict:
         return {
@@ -154,7 +154,7 @@ class Linker:
 
     def _ranked(
         self, question: str, mentions: Sequence[Mention], index: NameIndex | LabelVectors, *, graph: KnowledgeGraph | None
-    ) -> list[Candidate]:
+    ) -> list[LinkCandidate]:
         """The candidates of `mentions`, scored, best first."""
         candidates = self.candidates(question, mentions, index, graph=graph)
         for candidate in candidates:
@@ -163,16 +163,16 @@ class Linker:
 
     def candidates(
         self, question: str, mentions: Sequence[Mention], index: NameIndex | LabelVectors, *, graph: KnowledgeGraph | None = None
-    ) -> list[Candidate]:
+    ) -> list[LinkCandidate]:
         """One candidate per entity, by its best mention, plus lexicon entries the question triggers;
         with `graph`, each with what its relations say (`GRAPH_FEATURES`)."""
         words, cased = tokens(question), _cased_tokens(question)
         capitals = [w[:1].isupper() for w in cased] if len(cased) == len(words) else None
         lower = float(question[1:] == question[1:].lower())
         stats = self.stats
-        best: dict[str, Candidate] = {}
+        best: dict[str, LinkCandidate] = {}
         for mention in mentions:
-            candidate = Candidate(mention.entity, mention.name, mention, self._mention_features(question, mention, capitals, lower))
+            candidate = LinkCandidate(mention.entity, mention.name, mention, self._mention_features(question, mention, capitals, lower))
             if mention.entity not in best or _quality(candidate) > _quality(best[mention.entity]):
                 best[mention.entity] = candidate
         _add_span_features(question, list(best.values()))
@@ -183,7 +183,7 @@ class Linker:
             for topic, precision in stats.lexicon.get(gram, ()):
                 for entity, name in index.resolve(topic):
                     if entity not in best:
-                        best[entity] = Candidate(entity, name, None, _lexicon_features(precision, name, lower, stats))
+                        best[entity] = LinkCandidate(entity, name, None, _lexicon_features(precision, name, lower, stats))
         if graph is not None and best:
             _add_graph_features(list(best.values()), words, graph)
         return list(best.values())
@@ -228,7 +228,7 @@ class Linker:
             z = self.bias + sum(self.weights[name] * value for name, value in x.items())
         return 1 / (1 + math.exp(-max(min(z, 50), -50)))
 
-    def threshold_for(self, candidate: Candidate) -> float:
+    def threshold_for(self, candidate: LinkCandidate) -> float:
         """The score `candidate` needs to be linked beside a better one: a common word's threshold, or
         the names'; an uncompiled linker's `UNTRAINED_THRESHOLD`."""
         if not self.trained:
@@ -237,20 +237,20 @@ class Linker:
             return self.common_threshold
         return self.threshold
 
-    def plausible(self, linking: Linking, *, at_most: int = 6) -> list[Candidate]:
+    def plausible(self, linking: Linking, *, at_most: int = 6) -> list[LinkCandidate]:
         """The candidates a choice is between: the linked ones, then the others that score at least
         half their own linking threshold (a common word's or the names', `threshold_for`), best first."""
         others = [c for c in linking.candidates if c not in linking.linked and c.score >= self.threshold_for(c) / 2]
         return [*linking.linked, *others][: max(at_most, len(linking.linked))]
 
-    def _choose(self, candidates: list[Candidate]) -> list[Candidate]:
+    def _choose(self, candidates: list[LinkCandidate]) -> list[LinkCandidate]:
         """The best candidates down to their thresholds (`threshold_for`), spans not overlapping;
         always the best one. Where a name matched by its letters (`exact`, `variant`) over at least as
         many words, and scoring above its threshold, overlaps a candidate found otherwise, the name
         written out wins: "Afghan Afghani" over Afghanistan for "the Afghan Afghani". A dated name whose year the question writes apart (`year_at`)
         stands for a name it overlaps that it contains, or one found by a looser match: "the AFC
         Championship Game in 2013" is the 2013 AFC Championship Game."""
-        chosen: list[Candidate] = []
+        chosen: list[LinkCandidate] = []
         needed = [self.threshold_for(c) for c in candidates]  # once each: the written-out check reads them all
         for candidate, threshold in zip(candidates, needed):
             if chosen and candidate.score < threshold:
@@ -286,7 +286,7 @@ class Linker:
             name for name in (FEATURES if graph is not None else MENTION_FEATURES)
             if name != "how_embedding" or isinstance(index, LabelVectors)
         ]
-        folds: list[list[tuple[set[str], list[Candidate]]]] = []  # per fold: (gold, candidates) of its questions
+        folds: list[list[tuple[set[str], list[LinkCandidate]]]] = []  # per fold: (gold, candidates) of its questions
         for part in range(FOLDS):
             counted = cls(stats=_count([r for i, r in enumerate(rows) if i % FOLDS != part], found))
             folds.append([(gold, counted.candidates(question, found[question], index, graph=graph))
@@ -312,7 +312,7 @@ class Linker:
         return linker
 
     @classmethod
-    def _fitted(cls, features: list[str], questions: list[tuple[set[str], list[Candidate]]], *, seed: int) -> Linker | None:
+    def _fitted(cls, features: list[str], questions: list[tuple[set[str], list[LinkCandidate]]], *, seed: int) -> Linker | None:
         """A linker whose model (`HIDDEN_UNITS` ReLU units on the standardised `features`, then the
         score) is fitted on the candidates of `questions`, labeled by their gold topics; no counts,
         default threshold. None when the candidates are all gold or all not: nothing to tell apart."""
@@ -349,7 +349,7 @@ class Linker:
         """Whether compiling weighed what the graph says about candidates."""
         return any(name in self.weights for name in GRAPH_FEATURES)
 
-    def _exact_rate(self, tuned: list[tuple[set[str], list[Candidate]]], threshold: float, common_threshold: float) -> float:
+    def _exact_rate(self, tuned: list[tuple[set[str], list[LinkCandidate]]], threshold: float, common_threshold: float) -> float:
         """The share of questions (gold topics, scored candidates best first) linked exactly at these
         thresholds, for names and for common words."""
         saved = self.threshold, self.common_threshold
@@ -462,7 +462,7 @@ def _lexicon_features(precision: float, name: str, lower: float, stats: LinkStat
     return features
 
 
-def _add_graph_features(candidates: list[Candidate], words: Sequence[str], graph: KnowledgeGraph) -> None:
+def _add_graph_features(candidates: list[LinkCandidate], words: Sequence[str], graph: KnowledgeGraph) -> None:
     """`GRAPH_FEATURES` for every candidate, from one query for the relations around all of them."""
     around = graph.relations([c.entity for c in candidates])
     for candidate in candidates:
@@ -476,7 +476,7 @@ def _add_graph_features(candidates: list[Candidate], words: Sequence[str], graph
         candidate.features["question_in_relations"] = sum(w[:5] in prefixes for w in rest) / len(rest) if rest else 0.0
 
 
-def _written_out_over(name: Candidate, other: Candidate, threshold: float) -> bool:
+def _written_out_over(name: LinkCandidate, other: LinkCandidate, threshold: float) -> bool:
     """`name` is a name the question writes out (an exact or variant match, scoring at least
     `threshold`) over at least as many words as `other`, a candidate found by a looser match (a
     prefix, a near spelling, a sentence vector) whose span overlaps it."""
@@ -487,12 +487,12 @@ def _written_out_over(name: Candidate, other: Candidate, threshold: float) -> bo
             and _overlap(name, other) and end - start >= other_end - other_start)
 
 
-def _overlap(one: Candidate, other: Candidate) -> bool:
+def _overlap(one: LinkCandidate, other: LinkCandidate) -> bool:
     """Both were found by spans of the question, and the spans share a word."""
     return bool(one.span and other.span and one.span[0] < other.span[1] and other.span[0] < one.span[1])
 
 
-def _add_span_features(question: str, candidates: list[Candidate]) -> None:
+def _add_span_features(question: str, candidates: list[LinkCandidate]) -> None:
     """What each candidate's span says beside the others': inside another's (written out, or any),
     right after a written-out name (with a comma between: "Greeley, Colorado", "Rome, Italy")."""
     spans = [(c.span, c.mention.how) for c in candidates]
@@ -507,7 +507,7 @@ def _add_span_features(question: str, candidates: list[Candidate]) -> None:
         candidate.features["after_name_comma"] = float(start in written_ends and start - 1 in commas)
 
 
-def _year_apart(candidate: Candidate, words: Sequence[str], years: dict[int, str]) -> int | None:
+def _year_apart(candidate: LinkCandidate, words: Sequence[str], years: dict[int, str]) -> int | None:
     """Where the question writes `candidate`'s year outside the words it was found by, when its name
     holds one year and the question every other word of the name; else None."""
     if candidate.mention is None or not years:
@@ -521,7 +521,7 @@ def _year_apart(candidate: Candidate, words: Sequence[str], years: dict[int, str
     return next((i for i, w in years.items() if w == held[0] and not start <= i < end), None)
 
 
-def _edition_of(dated: Candidate, other: Candidate, chosen: Sequence[Candidate]) -> bool:
+def _edition_of(dated: LinkCandidate, other: LinkCandidate, chosen: Sequence[LinkCandidate]) -> bool:
     """`dated` (a name whose year the question writes apart) stands for `other`, a candidate whose
     span overlaps it and whose name it contains, or which was found by a looser match than a name
     written out ("2012 Laughlin International Film Festival" by its letters for "the Berlin International
@@ -535,7 +535,7 @@ def _edition_of(dated: Candidate, other: Candidate, chosen: Sequence[Candidate])
     return other_words <= set(tokens(dated.name)) or other.mention.how not in _WRITTEN_OUT
 
 
-def is_common_word(candidate: Candidate) -> bool:
+def is_common_word(candidate: LinkCandidate) -> bool:
     """`candidate` was found by one word written lower case in a question that capitalises its names
     ("who has Brad Pitt dated"): a common word that is a topic only some of the time. In a question
     written all in lower case, case tells nothing, and every candidate counts as a name."""
@@ -544,7 +544,7 @@ def is_common_word(candidate: Candidate) -> bool:
             and features.get("capitalised") == 0 and features.get("lower_case_question") == 0)
 
 
-def is_topic(found: Candidate | Mention, topics: set[str]) -> bool:
+def is_topic(found: LinkCandidate | Mention, topics: set[str]) -> bool:
     """`found` (a candidate or a mention) names one of `topics`, given by id or by name."""
     return found.entity in topics or found.name in topics
 
@@ -563,7 +563,7 @@ def _quality_of(features: dict[str, float]) -> float:
     return score * (0.3 if features.get("inside_exact") else 1.0) * (0.2 if features["stopword_span"] else 1.0)
 
 
-def _quality(candidate: Candidate) -> tuple[float, float]:
+def _quality(candidate: LinkCandidate) -> tuple[float, float]:
     """Which mention of an entity stands for it: the closest, then the longest."""
     return candidate.features["similarity"], candidate.features["span_words"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kgqa.kg import Step
+from kgqa.kg import Move
 from kgqa.programs import render
 from kgqa.programs.ranking import Candidate
 from kgqa.programs.state import Asking, Ledger
@@ -51,7 +51,7 @@ class FactFilter(LMStep):
         values or named entities, up to a few values each."""
         kg, config = asking.kg, asking.config
         entities = {c.trail.end.id: c for c in shown if not c.trail.end.literal}
-        steps = [Step(entity, e.relation, e.direction) for entity, c in entities.items()
+        steps = [Move(entity, e.relation, e.direction) for entity, c in entities.items()
                  for e in relations.get(entity, ()) if e != (c.trail.arrival.reversed if c.trail.arrival else None)]
         if not steps:
             return []

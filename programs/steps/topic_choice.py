@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kgqa.programs.linking import Candidate, Linking
+from kgqa.programs.linking import LinkCandidate, Linking
 from kgqa.programs.state import Asking, Ledger
 from kgqa.programs.steps.step import LMStep, Outcome
 from kgqa.programs.tuned import RELATIONS_SHOWN
@@ -20,17 +20,17 @@ class TopicChoice(LMStep):
 
     name, usage, signature = "topic_choice", "choose_topics", ChooseTopicEntities
 
-    def skip(self, asking: Asking, linking: Linking, plausible: list[Candidate]) -> str | None:
+    def skip(self, asking: Asking, linking: Linking, plausible: list[LinkCandidate]) -> str | None:
         if not asking.config.topic_choice:
             return "switched off: the linker's choice"
         if len(plausible) <= 1:
             return f"{len(plausible)} plausible candidate: the linker's choice"
         return None
 
-    def skipped(self, asking: Asking, linking: Linking, plausible: list[Candidate]) -> list[Candidate]:
+    def skipped(self, asking: Asking, linking: Linking, plausible: list[LinkCandidate]) -> list[LinkCandidate]:
         return linking.linked
 
-    def forward(self, asking: Asking, ledger: Ledger, linking: Linking, plausible: list[Candidate]) -> Outcome:
+    def forward(self, asking: Asking, ledger: Ledger, linking: Linking, plausible: list[LinkCandidate]) -> Outcome:
         labels = self.labels(asking, plausible)
         kept = self.choose(asking, ledger, chosen="entities_meant", candidates=labels, limit=asking.config.topics_chosen,
                            question=asking.question, candidate_entities=labels)
@@ -38,7 +38,7 @@ class TopicChoice(LMStep):
             return Outcome(linking.linked, "fell_back", "no usable choice: the linker's")
         return Outcome([plausible[labels.index(label)] for label in kept])
 
-    def labels(self, asking: Asking, candidates: Sequence[Candidate]) -> list[str]:
+    def labels(self, asking: Asking, candidates: Sequence[LinkCandidate]) -> list[str]:
         """Each candidate as the topic choice reads it, 'name (matched words): relations', with the
         relations around it most like the question; distinct, so a choice names one candidate."""
         around = dict(asking.kg.relations([c.entity for c in candidates]).items)

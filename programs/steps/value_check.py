@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from kgqa.kg import Direction, Edge, Step
+from kgqa.kg import Direction, Edge, Move
 from kgqa.programs import render, values
 from kgqa.programs.embedder import Embedder
 from kgqa.programs.question import Comparison
 from kgqa.programs.state import Asking, Ledger
-from kgqa.programs.steps.step import Outcome
-from kgqa.programs.steps.step import Step as WalkStep
+from kgqa.programs.steps.step import Outcome, Step
 from kgqa.programs.trails import Trail
 from kgqa.programs.tuned import VALUED_ANSWERS
 
 
-class ValueCheck(WalkStep):
+class ValueCheck(Step):
     """The answers a value decides: where the question compares a value ("the latest founding
     date", "fewer than 15,208 undergraduates"), the answers (the extracted ones and the other ends
     of their chains) are compared by the value relation most like the question's words, and the
@@ -77,7 +76,7 @@ class ValueCheck(WalkStep):
         if missing:  # the walk's own relations of the entities it went on from; the ends' are fetched here
             relations.update(kg.relations(missing).items)
         around = relations
-        fanout = kg.follow([Step(e, edge.relation, edge.direction) for e in ids for edge in around.get(e, ())],
+        fanout = kg.follow([Move(e, edge.relation, edge.direction) for e in ids for edge in around.get(e, ())],
                                  relations=True)
         found: dict[str, list[tuple[str, str]]] = {label: [] for label in ids.values()}
         cvts: dict[str, list[str]] = defaultdict(list)  # nameless node -> the answers it is read for
@@ -88,7 +87,7 @@ class ValueCheck(WalkStep):
                 elif step.entity not in via or Edge(step.relation, step.direction) != via[step.entity][1] \
                         or node.id == via[step.entity][0]:
                     cvts[node.id].append(step.entity)
-        inner = kg.follow([Step(cvt, edge.relation, edge.direction) for cvt in cvts
+        inner = kg.follow([Move(cvt, edge.relation, edge.direction) for cvt in cvts
                                  for edge in fanout.around.get(cvt, ()) if edge.direction is Direction.OUT])
         for step, nodes in inner.items.items():
             read = [(step.relation, render.node_label(n)) for n in nodes if n.literal or n.name]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgqa.kg import Direction, Edge, InvalidTermError, KnowledgeGraph, Node, Step
+from kgqa.kg import Direction, Edge, InvalidTermError, KnowledgeGraph, Move, Node
 from kgqa.kg.paths import answer_names, walk
 
 OUT, IN = Direction.OUT, Direction.IN
@@ -79,9 +79,9 @@ def test_follow_mixes_relations_and_directions_in_one_query(demo_kg):
         [(parasite, "film.film.directed_by", OUT), (bong, "film.film.directed_by", IN), (parasite, "film.film.initial_release_date", OUT)]
     )
     assert demo_kg.stats.queries - before == 1
-    assert [n.label for n in result[Step(parasite, "film.film.directed_by", OUT)]] == ["Bong Joon-ho"]
-    assert sorted(n.label for n in result[Step(bong, "film.film.directed_by", IN)]) == ["Memories of Murder", "Parasite"]
-    assert result[Step(parasite, "film.film.initial_release_date", OUT)] == (Node("2019-05-30", literal=True, datatype="date"),)
+    assert [n.label for n in result[Move(parasite, "film.film.directed_by", OUT)]] == ["Bong Joon-ho"]
+    assert sorted(n.label for n in result[Move(bong, "film.film.directed_by", IN)]) == ["Memories of Murder", "Parasite"]
+    assert result[Move(parasite, "film.film.initial_release_date", OUT)] == (Node("2019-05-30", literal=True, datatype="date"),)
 
 
 def test_year_literals_come_back_as_values(demo_kg):
@@ -140,9 +140,9 @@ def test_follow_brings_the_relations_around_what_it_reaches(demo_kg):
     before = demo_kg.stats.queries
     result = demo_kg.follow([(titanic, "film.film.directed_by", OUT), (titanic, "film.film.starring", OUT)], relations=True)
     assert demo_kg.stats.queries - before == 1
-    (cameron,) = result[Step(titanic, "film.film.directed_by", OUT)]
+    (cameron,) = result[Move(titanic, "film.film.directed_by", OUT)]
     assert result.around[cameron.id] == demo_kg.relations([cameron.id])[cameron.id]
-    for performance in result[Step(titanic, "film.film.starring", OUT)]:
+    for performance in result[Move(titanic, "film.film.starring", OUT)]:
         assert result.around[performance.id] == (
             Edge("film.film.starring", IN), Edge("film.performance.actor", OUT), Edge("film.performance.character", OUT)
         )
@@ -155,9 +155,9 @@ def test_a_split_batch_of_several_relations_keeps_its_shape(demo_store):
     steps = [(usa, "film.film.country", IN), (france, "people.person.nationality", IN)]
     for relations in (False, True):
         result = kg.follow(steps, limit=3, relations=relations)
-        assert Step(usa, "film.film.country", IN) in result.truncated
-        assert len(result[Step(usa, "film.film.country", IN)]) == 3
-        assert len(result[Step(france, "people.person.nationality", IN)]) == 2
+        assert Move(usa, "film.film.country", IN) in result.truncated
+        assert len(result[Move(usa, "film.film.country", IN)]) == 3
+        assert len(result[Move(france, "people.person.nationality", IN)]) == 2
 
 
 def test_inverse_relations_are_read_from_facts_stated_both_ways_round(demo_kg):

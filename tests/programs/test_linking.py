@@ -15,7 +15,7 @@ from kgqa.kg import EmbeddedStore, KnowledgeGraph
 from kgqa.kg.names import LabelVectors, Mention, NameIndex
 from kgqa.optimizers.teleprompters import Budget, compile_program
 from kgqa.programs import KGQA
-from kgqa.programs.linking import Candidate, Linker, Linking
+from kgqa.programs.linking import LinkCandidate, Linker, Linking
 from kgqa.programs.saving import LINKING_FILE, ProgramFileError, load_program, save_program
 from tests.programs.oracle import gold_oracle, oracle
 
@@ -129,18 +129,18 @@ def test_a_linker_state_of_another_shape_is_a_clear_error_and_a_logistic_one_lin
 def test_the_model_weighs_a_feature_by_another():
     """Candidates that are topics where exactly one of two features is set (XOR): no weighting of
     each feature alone tells them apart, a hidden layer does."""
-    def question(a: float, b: float) -> tuple[set[str], list[Candidate]]:
+    def question(a: float, b: float) -> tuple[set[str], list[LinkCandidate]]:
         name = f"a{a}b{b}"
-        return ({name} if a != b else set()), [Candidate(name, name, None, {"similarity": a, "capitalised": b})]
+        return ({name} if a != b else set()), [LinkCandidate(name, name, None, {"similarity": a, "capitalised": b})]
     questions = [question(a, b) for a in (0.0, 1.0) for b in (0.0, 1.0)] * 20
     model = Linker._fitted(["similarity", "capitalised"], questions, seed=0)
     score = {(a, b): model._score({"similarity": a, "capitalised": b}) for a in (0.0, 1.0) for b in (0.0, 1.0)}
     assert min(score[0.0, 1.0], score[1.0, 0.0]) > 0.5 > max(score[0.0, 0.0], score[1.0, 1.0])
 
 
-def candidate(name: str, how: str, span: tuple[int, int], score: float) -> Candidate:
+def candidate(name: str, how: str, span: tuple[int, int], score: float) -> LinkCandidate:
     mention = Mention(*span, text=name.lower(), entity=f"m.{name}", name=name, how=how, similarity=1.0)
-    return Candidate(mention.entity, name, mention, {}, score)
+    return LinkCandidate(mention.entity, name, mention, {}, score)
 
 
 def test_a_common_word_is_linked_beside_a_name_only_above_its_own_threshold():
@@ -194,7 +194,7 @@ EDITIONS = NameIndex([(f"m.{name}", name) for name in (
     "World Series", "2010 World Series", "2010 Major League Baseball season")])
 
 
-def scored(question: str, scores: dict[str, float]) -> list[Candidate]:
+def scored(question: str, scores: dict[str, float]) -> list[LinkCandidate]:
     """The question's candidates in EDITIONS, scored by name (0 for the others), best first."""
     found = Linker().candidates(question, EDITIONS.mentions(question), EDITIONS)
     for c in found:
