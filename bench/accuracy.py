@@ -66,8 +66,9 @@ from kgqa.evaluate.metrics import gold_relation_paths, same_answer  # noqa: E402
 from kgqa.evaluate.runner import Summary, candidate_recalled, evaluate, read_records, summarize  # noqa: E402
 from kgqa.kg import EmbeddedStore, KnowledgeGraph  # noqa: E402
 from kgqa.kg.profiles import ROG  # noqa: E402
+from kgqa.optimizers.gold_paths import compile_program  # noqa: E402
 from kgqa.optimizers.labels import hops_from  # noqa: E402
-from kgqa.optimizers.teleprompters import Budget, compile_program  # noqa: E402
+from kgqa.optimizers.teleprompters import Budget  # noqa: E402
 from kgqa.programs import KGQA, SKIPPED_IS_OFF, SWITCHES, WalkConfig  # noqa: E402
 from kgqa.programs.baselines import LLMOnly, SimilarityWalk  # noqa: E402
 from kgqa.programs.saving import ProgramFileError, load_program, read_settings, save_program  # noqa: E402

@@ -302,7 +302,7 @@ def asker(sample: Sample, program, bench):
 def compile_fresh(row: Row, bench, directory: Path) -> float:
     """Compile the row's program into `directory` (replacing what is there); the seconds it took."""
     from bench import accuracy
-    from kgqa.optimizers.teleprompters import compile_program
+    from kgqa.optimizers.gold_paths import compile_program
     from kgqa.programs import KGQA, WalkConfig
     from kgqa.programs.saving import save_program
     from kgqa.progress import Progress

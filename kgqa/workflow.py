@@ -18,7 +18,8 @@ from kgqa import serving, tracking
 from kgqa.errors import LMUnavailable
 from kgqa.evaluate.runner import LMDown, Summary, evaluate, read_records
 from kgqa.kg import KnowledgeGraph
-from kgqa.optimizers.teleprompters import Budget, compile_program
+from kgqa.optimizers.gold_paths import compile_program
+from kgqa.optimizers.teleprompters import Budget
 from kgqa.programs import KGQA, KGProgram, WalkConfig
 from kgqa.programs.saving import CHAINS_FILE, CONFIG_FILE, LINKING_FILE, PROGRAM_FILE, save_program
 from kgqa.programs.scorer import SETTINGS_FILE, WEIGHTS_FILE

@@ -4,7 +4,8 @@ import dspy
 import pytest
 
 from kgqa.lm.scripted import scripted_lm
-from kgqa.optimizers.teleprompters import TELEPROMPTERS, Budget, compile_program, make_teleprompter
+from kgqa.optimizers.gold_paths import GoldPaths, compile_program
+from kgqa.optimizers.teleprompters import TELEPROMPTERS, Budget, make_teleprompter
 
 
 @pytest.mark.parametrize("name", TELEPROMPTERS)
@@ -13,7 +14,7 @@ def test_every_name_builds_its_teleprompter(name):
     with dspy.context(lm=scripted_lm({})):  # MIPROv2 wants a task LM at construction, as the CLI configures
         teleprompter = make_teleprompter(name, budget=Budget(demos=3, seed=7), reflection=reflection, train_size=10)
     expected = {
-        "none": type(None), "labeled": dspy.LabeledFewShot, "bootstrap": dspy.BootstrapFewShot,
+        "none": type(None), "gold-paths": type(None), "labeled": dspy.LabeledFewShot, "bootstrap": dspy.BootstrapFewShot,
         "bootstrap-rs": dspy.BootstrapFewShotWithRandomSearch, "mipro": dspy.MIPROv2, "mipro-light": dspy.MIPROv2,
         "mipro-medium": dspy.MIPROv2, "gepa": dspy.GEPA, "simba": dspy.SIMBA,
     }[name]
@@ -33,9 +34,14 @@ def test_unknown_names_and_missing_reflection_lms_are_clear():
         make_teleprompter("gepa")
 
 
-def test_none_returns_the_program_unchanged():
+def test_none_returns_the_program_unchanged_and_gold_paths_needs_a_teleprompter_to_wrap():
     program = dspy.Predict("question -> answer")
     assert compile_program(program, "none", trainset=[]) is program
+    assert isinstance(GoldPaths(), dspy.teleprompt.Teleprompter)
+    with pytest.raises(ValueError, match="not `none`"):
+        GoldPaths(inner="none")
+    with pytest.raises(ValueError, match="unknown optimizer 'copro'"):
+        GoldPaths(inner="copro")
 
 
 @pytest.mark.parametrize("valset_size", [4, None])

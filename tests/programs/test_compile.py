@@ -12,7 +12,8 @@ from kgqa.data.demo import split_path
 from kgqa.data.jsonl import load_jsonl
 from kgqa.kg import KnowledgeGraph
 from kgqa.lm.adapter import CompactChatAdapter, ConstrainedJSONAdapter
-from kgqa.optimizers.teleprompters import Budget, compile_program
+from kgqa.optimizers.gold_paths import compile_program
+from kgqa.optimizers.teleprompters import Budget
 from kgqa.programs import KGQA
 from tests.programs.oracle import gold_oracle
 
@@ -189,6 +190,22 @@ def test_question_answer_pairs_compile_the_whole_program_from_paths_found_in_the
     same = [q for q, chains in zip(compiled.chain_prior.questions, compiled.chain_prior.chains)
             if tuple(r for r, _ in by_question[q].path) in chains]
     assert len(same) >= 0.8 * len(train)  # the chains found are mostly the demo's own gold paths (others: shorter ways)
+
+
+def test_gold_paths_is_a_dspy_teleprompter_that_compiles_from_the_labels_alone_with_no_lm_call(kg, train):
+    from kgqa.optimizers.gold_paths import GoldPaths
+    from kgqa.programs.scorer import ScorerSettings
+
+    pairs = [ex.copy(path=None) for ex in train]
+    student_lm = gold_oracle([])
+    budget = Budget(plan_demos=2, scorer=ScorerSettings(layers=1, epochs=1))
+    with dspy.context(lm=student_lm, adapter=ConstrainedJSONAdapter()):
+        compiled = GoldPaths(inner="gold-paths", budget=budget).compile(KGQA(kg), trainset=pairs)
+    assert student_lm.scripted.calls == []  # the teacher that walks the gold paths is scripted from the labels
+    assert compiled.path_labels == {"given": 0, "found": len(train), "none": 0}
+    assert compiled.plan.predict.demos and compiled.extract_answers.predict.demos and compiled.check_sufficiency.predict.demos
+    assert compiled.path_scorer.trained and compiled.chain_prior.trained
+    assert compiled.prune_relations.predict.demos == []  # nothing bootstrapped: no LM ran a trace
 
 
 def test_compiling_where_no_gold_path_is_found_uses_the_lm_as_teacher(kg, train):

@@ -13,7 +13,8 @@ from kgqa.data.demo import split_path
 from kgqa.data.jsonl import load_jsonl
 from kgqa.kg import EmbeddedStore, KnowledgeGraph
 from kgqa.kg.names import LabelVectors, Mention, NameIndex
-from kgqa.optimizers.teleprompters import Budget, compile_program
+from kgqa.optimizers.gold_paths import compile_program
+from kgqa.optimizers.teleprompters import Budget
 from kgqa.programs import KGQA
 from kgqa.programs.linking import LinkCandidate, Linker, Linking
 from kgqa.programs.saving import LINKING_FILE, ProgramFileError, load_program, save_program
