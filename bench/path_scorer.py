@@ -31,6 +31,10 @@ standardized within the walk. With `--fit-seeds 0,1,2` each variant is fitted on
 row of their mean: the seed alone moves the gold first place by several points in 300 questions,
 so a variant is judged by its mean over seeds, not by one fit against one other.
 
+With `--base-mix 0.25,1`, the first scorer's scores also get the packaged encoder's own (unfitted)
+scores added, times each weight: whether what plain sentence similarity knows helps where the
+training says little.
+
 A learning curve: `--more N` also walks N other dev questions (outside the compile sample and the
 scored ones) with the teacher and fits on them after the compile questions' walks; a variant's
 `"questions": n` fits on the first n of those walks only.
@@ -215,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
                         "(outside the compile sample and the scored ones), after the compile questions'")
     parser.add_argument("--answers-alone", action="store_true", help="the questions' RoG ground_paths removed: the teacher "
                         "walks the paths found in the graph from the answers alone (`optimizers.paths`)")
+    parser.add_argument("--base-mix", default="", help="comma-separated weights: the first scorer's scores plus the "
+                        "unfitted encoder's times each weight, one row each")
     parser.add_argument("--out", type=Path, default=Path("runs/path-scorer"))
     parser.add_argument("--save", action="store_true", help="save each fitted scorer in the output folder (scorer-KIND-N-W[-seedS]/, "
                         "N the variant's place in --variants, W the walks fitted on), to be swapped into a compiled program; one "
@@ -263,6 +269,16 @@ def main(argv: list[str] | None = None) -> int:
             if len(seeds) > 1:  # the variant's mean over its seeds, per walk view
                 rows += [mean_row(view, f"{label}, mean of {len(seeds)} seeds", [row for row in variant_rows if row[0] == view])
                          for view in views]
+    if args.base_mix:  # the first scorer beside the unfitted encoder's similarity, per weight
+        unfitted = PathScorer(settings=ScorerSettings(**{**json.loads(args.settings), "kind": "bi"}))
+        for view, walks in views.items():
+            name, fitted_scores = base[view]
+            plain = scored(unfitted, walks)
+            for weight in (float(w) for w in args.base_mix.split(",")):
+                mixed = {q: [f + weight * b for f, b in zip(fitted_scores[q], plain[q])] for q in fitted_scores}
+                order = reranked(mixed, mixed, SCORED)
+                rows.append((view, f"{name} + {weight} x the unfitted encoder", places(walks, order), "", "",
+                             paired(first[view], firsts(walks, order))))
     lines = [f"CWQ-mini dev, {len(dev)} questions outside the compile sample (seed {args.seed}); fitted on the {args.fit_on} walks "
              f"of {args.train} compile questions" + (f" and the teacher's of {args.more} more" if args.more else "")
              + f"; settings {args.settings}" + ("; labeled from the answers alone (ground_paths removed)" if args.answers_alone else ""), "",

@@ -11,7 +11,8 @@ answer and other candidates of the same walk, the loss the softmax cross entropy
 within its group (what matters is which candidate comes first). Only the top `layers` transformer
 layers (and the head) learn; the rest is the packaged model, so a saved scorer is those tensors
 alone (`path_scorer.safetensors`, half precision) with its settings (`path_scorer.json`), loaded
-offline over the packaged weights.
+offline over the packaged weights. The fit runs each text through the frozen layers once and keeps
+what they make of it (`_Reader`), so an epoch costs the tuned layers only.
 
 Both kinds were fitted on the teacher walks of 1,500 CWQ-mini compile questions and scored 300 dev
 questions' teacher walks (`bench/path_scorer.py`; docs/program.md, "The path scorer"): the
