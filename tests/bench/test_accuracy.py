@@ -137,12 +137,13 @@ def test_a_program_in_the_results_folder_compiled_on_other_questions_is_not_reus
     from bench.accuracy import Bench, ProgramMismatch, build
     from kgqa.kg import EmbeddedStore, KnowledgeGraph
     from kgqa.programs import WalkConfig
+    from kgqa.programs.saving import PROGRAM_FORMAT
 
     bench = Bench("cwq-mini", KnowledgeGraph(EmbeddedStore()), {"dev": []}, [dspy.Example(question=f"q{i}") for i in range(20)])
     directory = tmp_path / "program-bootstrap"
     directory.mkdir()
     (directory / "program.json").write_text("{}")
-    (directory / "config.json").write_text(json.dumps({"train": 600}))
+    (directory / "config.json").write_text(json.dumps({"train": 600, "format": PROGRAM_FORMAT}))
     with pytest.raises(ProgramMismatch, match="compiled on 600 questions, not 20"):
         build("bootstrap", bench, tmp_path, WalkConfig(), "dev")
 
