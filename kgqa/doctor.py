@@ -52,7 +52,8 @@ def check_packages() -> Check:
 
 
 def check_model() -> Check:
-    from kgqa.lm.model import GGUF_SHA256, GGUF_SIZE, LocalModelError, file_sha256, model_path
+    from kgqa.cache import file_sha256
+    from kgqa.lm.model import GGUF_SHA256, GGUF_SIZE, LocalModelError, model_path
 
     try:
         path = model_path(verify=True)

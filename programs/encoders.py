@@ -17,8 +17,8 @@ import zipfile
 from importlib import metadata
 from pathlib import Path
 
+from kgqa.cache import cache_dir, join_chunks
 from kgqa.errors import KGQAError
-from kgqa.lm.model import cache_dir, join_chunks
 
 MINILM, MPNET = "all-MiniLM-L6-v2", "all-mpnet-base-v2"
 ENCODERS = (MINILM, MPNET)

@@ -7,11 +7,11 @@ and `kgqa doctor` use it without importing DSPy.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import os
 from pathlib import Path
 
+from kgqa.cache import cache_dir, join_chunks
 from kgqa.errors import KGQAError
 
 MODEL_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m"
@@ -23,10 +23,6 @@ GGUF_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 
 class LocalModelError(KGQAError, RuntimeError):
     """The local model cannot be assembled or loaded (missing chunk packages, corrupt file, no llama_cpp)."""
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("KGQA_CACHE", Path.home() / ".cache" / "kgqa"))
 
 
 def _chunk_paths() -> list[Path]:
@@ -62,24 +58,3 @@ def model_path(*, verify: bool = True) -> Path:
             if handle.read(4) != b"GGUF":
                 raise LocalModelError(f"{target} is not a GGUF file: delete it to rebuild")
     return target
-
-
-def join_chunks(chunks: list[Path], target: Path) -> str:
-    """`chunks` written one after another into `target`; the sha256 of what was written."""
-    digest = hashlib.sha256()
-    with target.open("wb") as out:
-        for chunk in chunks:
-            with chunk.open("rb") as part:
-                while block := part.read(1 << 22):
-                    digest.update(block)
-                    out.write(block)
-    return digest.hexdigest()
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(1 << 22):
-            digest.update(block)
-    return digest.hexdigest()
-
