@@ -529,6 +529,9 @@ What the README and `docs/` cite, and nothing else: earlier runs are in git hist
 Each row below is rebuilt by its one command from a fresh compile at the current commit
 (`bench/reproduce.py`); `python -m bench.reproduce --check` (no LLM, seconds) recomputes the
 README's lines from these records and lists rows whose code or program changed since.
+A row's fitted scorer weights (`program/path_scorer.safetensors`, 14 MB) are not in git: the
+manifest's program hash covers them, and the row's command compiles them again where they are
+missing (a program without them says so when it is loaded).
 
 | row | about | folder | command | commit | clean tree | compile s | wall s | engine tok/s (prompt / generated) |
 |---|---|---|---|---|---|---|---|---|
