@@ -1,8 +1,9 @@
 """`KnowledgeGraph`: the batched graph interface the program talks to.
 
 Each method answers a whole frontier with one SPARQL query, whatever its size, over any
-backend that runs SELECT queries (`EmbeddedStore`, `SparqlEndpoint`). Fan-outs are capped
-deterministically (ORDER BY + LIMIT, then per-key caps) and the capped keys are reported.
+backend that runs SELECT queries (`EmbeddedStore`, `SparqlEndpoint`). Fan-outs are capped in
+the query, in the engine's own order (the same store cuts the same way each time; a hub costs what
+is kept, not a sort of its edges), and the capped keys are reported.
 """
 
 from __future__ import annotations
@@ -171,7 +172,7 @@ class KnowledgeGraph:
         directions = (Direction.OUT, Direction.IN) if direction is None else (Direction(direction),)
         cap = self._cap(limit, self.max_relations)
 
-        def query(batch: list[str], row_limit: int, ordered: bool) -> str:
+        def query(batch: list[str], row_limit: int) -> str:
             return queries.relations(
                 batch,
                 directions=directions,
@@ -190,7 +191,7 @@ class KnowledgeGraph:
                 if entity is not None:
                     found[entity] += [e for e in self._edges(row["rs"].value) if e.direction in directions]
             return _capped(found, cap * len(directions), keys=iris, cut=set())
-        rows, _ = self._batched_rows(list(iris.values()), len(directions), query)
+        rows = self._batched_rows(list(iris.values()), len(directions), query)
         for row in rows:
             entity, direction_of_row = entity_of.get(row["e"].value), Direction(row["d"].value)
             for iri in row["rs"].value.split():
@@ -224,7 +225,7 @@ class KnowledgeGraph:
         name_predicates = self.profile.name_predicates if names and not from_ids else ()
         only = unique[0] if len({(s.relation, s.direction) for s in unique}) == 1 else None
 
-        def query(batch: list[Move], row_limit: int, ordered: bool) -> str:
+        def query(batch: list[Move], *, kept: int | None = None, per_key: int | None = None) -> str:
             groups: dict[tuple[str, Direction], list[str]] = defaultdict(list)
             for s in batch:
                 groups[relation_iris[s.relation], s.direction].append(entity_iris[s.entity])
@@ -232,8 +233,9 @@ class KnowledgeGraph:
                 groups,
                 lang=self.profile.name_lang,
                 name_predicates=name_predicates,
-                limit=row_limit,
-                ordered=ordered,
+                limit=self.max_rows,
+                kept=kept,
+                per_key=per_key,
                 relations_of_neighbours=relations,
                 skip_prefixes=self.profile.skip_iri_prefixes(),
                 skip_substrings=self.profile.skip_relation_substrings,
@@ -245,7 +247,7 @@ class KnowledgeGraph:
         relation_of = {iri: r for r, iri in relation_iris.items()}
         found: dict[Move, dict[Node, tuple]] = defaultdict(dict)
         around: dict[str, set[Edge]] = defaultdict(set)
-        rows, cut = self._batched_rows(unique, cap, query)
+        rows, cut = self._neighbour_rows(unique, cap, query)
         for row in rows:
             node = self._node(row["n"])
             if only is not None:  # one (relation, direction): the query returns neither
@@ -466,25 +468,40 @@ class KnowledgeGraph:
         self.stats.record(len(rows), time.perf_counter() - start)
         return rows
 
-    def _batched_rows(
-        self, keys: list[K], cap: int, query: Callable[[list[K], int, bool], str]
-    ) -> tuple[list[Row], set[K]]:
-        """Rows for a batch of keys in one query, asking at most `cap` + 1 rows per key.
-
-        When the query's LIMIT is reached, rows of later keys may be missing, so the batch is
-        split in halves and asked again; a single key that still overflows is asked once more
-        with ORDER BY, so that what its cap keeps is deterministic. Both are rare: the common
-        case is one unordered query. Returns the rows and the keys whose lists were cut.
-        """
-        row_limit = min(cap * len(keys) + 1, self.max_rows)
-        rows = self._select(query(keys, row_limit, False))
-        if len(rows) < row_limit:
-            return rows, set()
-        if len(keys) == 1:
-            return self._select(query(keys, row_limit, True)), set(keys)
+    def _batched_rows(self, keys: list[K], per_key: int, query: Callable[[list[K], int], str]) -> list[Row]:
+        """Rows for a batch of keys in one query asking at most `per_key` rows a key; when the
+        query's LIMIT is reached, rows of later keys may be missing, so the batch is split in halves
+        and asked again (rare: relations come one row per entity and direction)."""
+        row_limit = min(per_key * len(keys) + 1, self.max_rows)
+        rows = self._select(query(keys, row_limit))
+        if len(rows) < row_limit or len(keys) == 1:
+            return rows
         half = len(keys) // 2
-        first, cut_first = self._batched_rows(keys[:half], cap, query)
-        second, cut_second = self._batched_rows(keys[half:], cap, query)
+        return self._batched_rows(keys[:half], per_key, query) + self._batched_rows(keys[half:], per_key, query)
+
+    def _neighbour_rows(self, keys: list[Move], cap: int, query: Callable[..., str]) -> tuple[list[Row], set[Move]]:
+        """Rows for a frontier's moves, each move's neighbours cut at `cap` (+1, which tells a cut
+        list from a whole one) before names and relations are joined to them.
+
+        The common case is one query keeping `cap` x moves (entity, neighbour) pairs in all (one
+        move: its own cap). Where that cut (a hub among the moves), the frontier is asked once
+        more with each move capped in a subquery of its own: the hub's rows stop at its cap, and
+        the other moves lose nothing. Only a frontier whose answer still fills `max_rows` is
+        split in halves. Returns the rows and the moves whose lists a LIMIT may have cut.
+        """
+        kept = min(cap * len(keys) + 1, self.max_rows - 1)
+        rows = self._select(query(keys, kept=kept))
+        pairs = len({(row["e"], row.get("r"), row.get("d"), row["n"]) for row in rows})
+        if pairs < kept and len(rows) < self.max_rows:
+            return rows, set()
+        if len(keys) == 1:  # its one cap: `_capped` sees the extra neighbour and says it was cut
+            return rows, set() if len(rows) < self.max_rows else set(keys)
+        rows = self._select(query(keys, per_key=cap + 1))
+        if len(rows) < self.max_rows:
+            return rows, set()
+        half = len(keys) // 2
+        first, cut_first = self._neighbour_rows(keys[:half], cap, query)
+        second, cut_second = self._neighbour_rows(keys[half:], cap, query)
         return first + second, cut_first | cut_second
 
     def _relation_index(self) -> tuple[str, str] | None:

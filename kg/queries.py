@@ -89,7 +89,8 @@ def follow(
     lang: str | None,
     name_predicates: Sequence[str],
     limit: int,
-    ordered: bool,
+    kept: int | None = None,
+    per_key: int | None = None,
     relations_of_neighbours: bool = False,
     skip_prefixes: Sequence[str] = (),
     skip_substrings: Sequence[str] = (),
@@ -105,25 +106,34 @@ def follow(
     `>iri` (outgoing) and `<iri` (incoming) tokens: what the next depth of a walk asks first,
     fetched in this round trip. With a relation `index` (graph, predicate), ?rels is that
     entity's index literal, looked up rather than aggregated: no scan of its edges, no GROUP BY.
-    `ordered` sorts before the LIMIT, which only matters when it cuts.
+
+    The neighbours are cut before names and relations are joined to them, in the engine's own
+    order (no sort): `kept` (entity, neighbour) pairs in all, or `per_key` for each (entity,
+    relation, direction) in a subquery of its own. Either way a hub with a million edges costs
+    what is kept. `limit` caps the rows of the whole answer.
     """
     single = len(groups) == 1 if name_edges is None else not name_edges
+    keys = "?e ?n" if single else "?e ?r ?d ?n"
     blocks = []
     for (relation, direction), entity_iris in groups.items():
         binds = "" if single else f"BIND({sparql_iri(relation)} AS ?r) BIND({sparql_string(direction.value)} AS ?d)"
-        edge = _edge(direction, "?e", sparql_iri(relation), "?n")
-        blocks.append(f"{_values('e', map(sparql_iri, entity_iris))} {edge} {binds} {_lang_filter('n', lang)}")
+        edge = f"{_edge(direction, '?e', sparql_iri(relation), '?n')} {_lang_filter('n', lang)}"
+        if per_key is None:
+            blocks.append(f"{_values('e', map(sparql_iri, entity_iris))} {edge} {binds}")
+        else:
+            blocks += [f"{{ SELECT ?e ?n WHERE {{ {_values('e', [sparql_iri(iri)])} {edge} }} LIMIT {int(per_key)} }} {binds}"
+                       for iri in entity_iris]
     where = blocks[0] if len(blocks) == 1 else " UNION ".join(f"{{ {b} }}" for b in blocks)
+    if kept is not None:
+        where = f"{{ SELECT {keys} WHERE {{ {where} }} LIMIT {int(kept)} }}"
     names = f"OPTIONAL {{ {_named('?n', predicates=name_predicates, lang=lang)} }}" if name_predicates else ""
-    keys = "?e ?n" if single else "?e ?r ?d ?n"
     named = " ?name" if len(name_predicates) == 1 else " ?p ?name" if name_predicates else ""
-    order = f"ORDER BY {keys} " if ordered else ""
     if not relations_of_neighbours:
-        return f"SELECT {keys}{named} WHERE {{ {where} {names} }} {order}LIMIT {int(limit)}"
+        return f"SELECT {keys}{named} WHERE {{ {where} {names} }} LIMIT {int(limit)}"
     if index is not None:
         graph, predicate = map(sparql_iri, index)
         around = f"OPTIONAL {{ GRAPH {graph} {{ ?n {predicate} ?rels }} }}"
-        return f"SELECT {keys}{named} ?rels WHERE {{ {where} {names} {around} }} {order}LIMIT {int(limit)}"
+        return f"SELECT {keys}{named} ?rels WHERE {{ {where} {names} {around} }} LIMIT {int(limit)}"
     skip = _relation_filter("r2", skip_prefixes, skip_substrings)
     around = (
         f'OPTIONAL {{ {{ ?n ?r2 ?x2 . BIND(CONCAT(">", STR(?r2)) AS ?rel) {skip} }} '
@@ -131,7 +141,7 @@ def follow(
     )
     return (
         f'SELECT {keys}{named} (GROUP_CONCAT(DISTINCT ?rel; separator=" ") AS ?rels) '
-        f"WHERE {{ {where} {names} {around} }} GROUP BY {keys}{named} {order}LIMIT {int(limit)}"
+        f"WHERE {{ {where} {names} {around} }} GROUP BY {keys}{named} LIMIT {int(limit)}"
     )
 
 

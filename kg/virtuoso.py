@@ -10,6 +10,7 @@ Binds to 127.0.0.1 on free ports inside a temporary directory, bulk-loads N-Trip
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -119,7 +120,9 @@ class LocalVirtuoso:
             if any(data.iterdir()):
                 # names are found by their words too (bif:contains): every literal goes into the text index
                 server.isql(f"DB.DBA.RDF_OBJ_FT_RULE_ADD(null, null, 'kgqa'); ld_dir('{data}', '*.nt', '{GRAPH}'); "
-                            "rdf_loader_run(); DB.DBA.VT_INC_INDEX_DB_DBA_RDF_OBJ(); checkpoint;")
+                            f"ld_dir('{data}', '*.nt.gz', '{GRAPH}'); rdf_loader_run(); "
+                            "DB.DBA.VT_INC_INDEX_DB_DBA_RDF_OBJ(); checkpoint;", timeout=timeout)
+                server._check_loaded()
         except BaseException:
             server.stop()
             raise
@@ -138,14 +141,22 @@ class LocalVirtuoso:
                 time.sleep(0.2)
         raise KGError(f"virtuoso did not answer on {self.url} within {timeout:.0f} s")
 
-    def isql(self, sql: str) -> str:
+    def isql(self, sql: str, *, timeout: float = 600) -> str:
         result = subprocess.run(
             ["isql-vt", f"127.0.0.1:{self.sql_port}", "dba", "dba", f"exec={sql}"],
-            capture_output=True, text=True, timeout=600,
+            capture_output=True, text=True, timeout=max(timeout, 600),
         )
         if result.returncode != 0 or "*** Error" in result.stdout + result.stderr:
             raise KGError(f"isql failed: {(result.stdout + result.stderr).strip()[-500:]}")
         return result.stdout
+
+    def _check_loaded(self) -> None:
+        """The bulk loader logs a file it cannot read rather than failing: say so, with its error."""
+        failed = _result_lines(self.isql("SELECT ll_file, ll_error FROM DB.DBA.load_list WHERE ll_error IS NOT NULL;"))
+        if failed:
+            raise KGError("Virtuoso could not load " + "; ".join(" ".join(line.split()) for line in failed)[:800])
+        if _result_lines(self.isql("SELECT COUNT(*) FROM DB.DBA.load_list WHERE ll_state = 2;")) == ["0"]:
+            raise KGError(f"Virtuoso loaded no file from {self.workdir / 'load'} (it reads *.nt and *.nt.gz)")
 
     def stop(self) -> None:
         """SIGTERM by PID, then SIGKILL if it lingers."""
@@ -163,3 +174,11 @@ class LocalVirtuoso:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _result_lines(output: str) -> list[str]:
+    """The rows isql printed: the lines between the header's underline and "N Rows."."""
+    lines = output.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("____")), len(lines))
+    return [line.strip() for line in lines[start + 1 :] if line.strip() and not re.match(r"\d+ Rows\.", line)]
+

@@ -1,6 +1,10 @@
-"""A real Virtuoso going away under a client: a clear error that names it, never a hang."""
+"""A real Virtuoso: loading gzipped N-Triples, a file it cannot read named in a clear error, and the
+server going away under a client: a clear error that names it, never a hang."""
 
 from __future__ import annotations
+
+import gzip
+import shutil
 
 import pytest
 
@@ -21,3 +25,16 @@ def test_virtuoso_stopped_mid_run_gives_a_clear_error(tmp_path):
     assert server.process.poll() is not None
     with pytest.raises(KGError, match=f"SPARQL endpoint {server.url} failed after 3 attempts"):
         kg.relations([parasite])
+
+
+def test_a_gzipped_file_loads_and_a_bad_one_is_named(tmp_path, virtuoso_installed):
+    packed = tmp_path / "demo.nt.gz"
+    with open(DEMO_KG, "rb") as plain, gzip.open(packed, "wb") as out:
+        shutil.copyfileobj(plain, out)
+    with virtuoso.LocalVirtuoso.start(tmp_path / "packed", [packed]) as server:
+        kg = KnowledgeGraph(SparqlEndpoint(server.url, timeout=5), profile="freebase")
+        assert kg.link(["Parasite"])["Parasite"]
+    bad = tmp_path / "bad.nt"
+    bad.write_text(DEMO_KG.read_text(encoding="utf-8").splitlines()[0] + "\n<http://x/a> <http://x/b> broken\n")
+    with pytest.raises(KGError, match=r"Virtuoso could not load .*bad\.nt.*line \d+: syntax error"):
+        virtuoso.LocalVirtuoso.start(tmp_path / "bad", [bad])

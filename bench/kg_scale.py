@@ -1,0 +1,446 @@
+"""How kgqa's cost grows with the graph: the same 200 CWQ-mini dev questions over graphs of 10^5 to
+5 x 10^7 triples, in the embedded store and in Virtuoso.
+
+Each graph holds the questions' own graphs (their union) grown with seeded triples of Freebase's
+shape around them (`grow`): entities with power-law degrees and names, nameless CVT nodes joining
+two of them, literals, relation names drawn from the real ones as often as they occur, and hubs:
+the base graph's most linked entities that are no question's topic or answer, each given up to
+10^6 more edges through relations it already has. Nothing new touches a topic entity or an answer,
+so an answer can change only where a walk passes a hub and meets its cap (`max_neighbours`).
+
+Per size and backend: the load (`kgqa kg load` into the embedded store, Virtuoso's bulk loader),
+its seconds, triples a second, disk and peak memory; then each question walked, in a process of
+its own whose peak memory is measured, by each system: `similarity` (no LM, no compiled part: the
+hand-set order), and with `--program` the compiled program's `scorer-alone` walk and the whole
+`program` under a fake LM that answers each call from a hash of its inputs (`bench.same_walk`): per
+question the walk's KG seconds, queries, rows and slowest query, and whether its answers are those
+of the smallest size.
+
+    .venv/bin/python -m bench.kg_scale --sizes 1e5,1e6 --program bench/results/cwq-answers-seed0/program
+    .venv/bin/python -m bench.kg_scale --sizes 1e5 --questions 20 --systems similarity   # minutes
+
+Graphs and stores go under `--work` (large; `runs/` is not in git); the records, `table.md` and the
+plot under `--out`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import itertools
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from kgqa.env import stay_offline
+
+stay_offline()
+
+ROOT = Path(__file__).resolve().parents[1]
+SYSTEMS = ("similarity", "scorer-alone", "program")
+BACKENDS = ("embedded", "virtuoso")
+MAX_HUB = 1_000_000  # edges a hub gains at most
+HUBS = 4  # entities grown into hubs, largest first (each half the one before)
+CVT_SHARE, LITERAL_SHARE = 0.1, 0.1  # of the grown facts: through a nameless node, to a literal
+TRAIN = 1_500  # the compile sample the questions stay outside of (`bench.accuracy.compile_sample`)
+
+
+# -- the graphs ------------------------------------------------------------------------------------
+
+
+def questions(size: int, *, train: int = TRAIN, seed: int = 0) -> list:
+    """`size` seeded CWQ-mini dev questions outside the compile sample (`bench.accuracy.cwq_bench`'s dev split)."""
+    from bench.accuracy import CWQ_MINI, compile_sample
+    from kgqa.data.rog import load_rog
+
+    dev = list(load_rog(CWQ_MINI / "cwq_mini_dev.jsonl.gz"))
+    taken = {ex.id for ex in compile_sample(dev, train, seed)}
+    return random.Random(seed).sample([ex for ex in dev if ex.id not in taken], size)
+
+
+def base_graph(examples: Sequence) -> list[tuple[str, str, str]]:
+    """The union of the questions' own graphs (name triples, first-seen order)."""
+    return list(dict.fromkeys(tuple(t) for ex in examples for t in ex.graph))
+
+
+def protected(examples: Sequence) -> set[str]:
+    """What grown facts never touch: every topic entity and gold answer."""
+    return {name for ex in examples for name in [*ex.topic_entities, *ex.answers]}
+
+
+@dataclass(frozen=True)
+class Growth:
+    """What `grow` added, for the table."""
+
+    base: int  # facts of the questions' own graphs
+    hubs: dict[str, int]  # hub entity -> edges it gains (where the size leaves room)
+
+
+def grow(base: Sequence[tuple[str, str, str]], keep: set[str], size: int, *, seed: int = 0) -> tuple[Iterator[tuple[str, str, str]], Growth]:
+    """`base` and then seeded name triples of Freebase's shape, without end: `write_graph` cuts
+    them at `size` RDF triples, labels counted (`data.rog.graph_triples` adds one a named entity)."""
+    rng = random.Random(seed)
+    relations = Counter(r for _, r, _ in base)
+    names, weights = list(relations), list(relations.values())
+    into = Counter((t, r) for _, r, t in base if t not in keep)
+    degree = Counter(t for t, _ in into.elements())
+    hubs = [e for e, _ in degree.most_common() if e not in keep][:HUBS]
+    room = max(0, size - 2 * len(base))  # about one label a fact
+    hub_edges = {h: min(MAX_HUB, room // (8 * 2**i)) for i, h in enumerate(hubs)}
+    hub_relations = {h: [r for (t, r) in into if t == h] for h in hubs}
+    entities = max(10, room // 6)  # about six facts an entity, as in Freebase's topical part
+
+    def entity(skew: float) -> str:
+        return f"grown {int(entities * rng.random() ** skew)}"
+
+    def facts() -> Iterator[tuple[str, str, str]]:
+        yield from base
+        for hub, edges in hub_edges.items():
+            for _ in range(edges):
+                yield entity(1.0), rng.choice(hub_relations[hub]), hub
+        cvts = 0
+        while True:
+            head = entity(2.0)
+            relation, second = rng.choices(names, weights, k=2)
+            draw = rng.random()
+            if draw < CVT_SHARE:
+                cvt = f"m.0grown{cvts:x}"
+                cvts += 1
+                yield head, relation, cvt
+                yield cvt, second, entity(3.0)
+            elif draw < CVT_SHARE + LITERAL_SHARE:
+                yield head, relation, str(rng.randint(1800, 2030))
+            else:
+                yield head, relation, entity(3.0)
+
+    return facts(), Growth(base=len(base), hubs=hub_edges)
+
+
+def write_graph(path: Path, facts: Iterable[tuple[str, str, str]], size: int) -> int:
+    """The first `size` RDF triples of the facts (entities labelled, `rog` profile) as gzipped
+    N-Triples; how many were written (fewer only if the facts end first)."""
+    from kgqa.data.rog import graph_triples
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    lines = 0
+    with gzip.open(partial, "wt", encoding="utf-8", compresslevel=1) as out:
+        for triple in itertools.islice(graph_triples(facts), size):
+            out.write(f"{triple} .\n")
+            lines += 1
+    partial.replace(path)
+    return lines
+
+
+# -- loading ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Load:
+    backend: str
+    triples: int
+    seconds: float
+    disk_mb: float
+    peak_mb: float
+
+    @property
+    def per_second(self) -> float:
+        return self.triples / self.seconds if self.seconds else 0.0
+
+
+def disk_mb(path: Path) -> float:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20
+
+
+def load_embedded(graph: Path, store: Path, triples: int) -> Load:
+    """`kgqa kg load` in a process of its own: its seconds and peak memory."""
+    shutil.rmtree(store, ignore_errors=True)
+    kgqa = Path(sys.executable).with_name("kgqa")
+    start = time.perf_counter()
+    process = subprocess.Popen([str(kgqa), "kg", "load", "--store", str(store), "--format", "ntriples", "--profile", "rog",
+                                str(graph)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"kgqa kg load failed on {graph}: {process.stderr.read().decode()[-2000:]}")
+    return Load("embedded", triples, seconds, disk_mb(store), usage.ru_maxrss / 1024)
+
+
+def start_virtuoso(graph: Path, workdir: Path, triples: int):
+    """Virtuoso bulk-loaded with the graph: the server and its `Load` (peak memory: the server's)."""
+    from kgqa.kg import virtuoso
+
+    shutil.rmtree(workdir, ignore_errors=True)
+    start = time.perf_counter()
+    server = virtuoso.LocalVirtuoso.start(workdir, [graph], timeout=3600)
+    seconds = time.perf_counter() - start
+    return server, Load("virtuoso", triples, seconds, disk_mb(workdir), _peak_mb(server.process.pid))
+
+
+def _peak_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+# -- walking ---------------------------------------------------------------------------------------
+
+
+class TimedBackend:
+    """A backend that keeps each query's seconds and rows (the slowest query is about the slowest
+    hop: a walk asks one query a frontier)."""
+
+    def __init__(self, backend) -> None:
+        self.backend = backend
+        self.reset()
+
+    def reset(self) -> None:
+        self.seconds, self.rows, self.slowest = [], 0, ""
+
+    def select(self, query: str):
+        start = time.perf_counter()
+        try:
+            rows = self.backend.select(query)
+        finally:
+            self.seconds.append(time.perf_counter() - start)
+        if self.seconds[-1] >= max(self.seconds):
+            self.slowest = query[:300]
+        self.rows += len(rows)
+        return rows
+
+    def __getattr__(self, name: str):
+        return getattr(self.backend, name)
+
+
+def walk_records(kg_spec: str, systems: Sequence[str], examples: Sequence, program_dir: Path | None) -> Iterator[dict]:
+    """Each question asked by each system over the graph `kg_spec` (`embedded:DIR` or a URL)."""
+    import dspy
+
+    from bench.accuracy import CWQ_FLOOR_DEPTH, scorer_alone
+    from bench.same_walk import hashed_lm
+    from kgqa.kg import EmbeddedStore, KnowledgeGraph, SparqlEndpoint
+    from kgqa.lm.adapter import ConstrainedJSONAdapter
+    from kgqa.programs.baselines import SimilarityWalk
+    from kgqa.programs.config import WalkConfig
+    from kgqa.programs.saving import load_program, read_settings
+
+    where = kg_spec.removeprefix("embedded:")
+    backend = TimedBackend(EmbeddedStore.open(where, read_only=True) if kg_spec.startswith("embedded:")
+                           else SparqlEndpoint(kg_spec, timeout=120))
+    kg = KnowledgeGraph(backend, profile="rog")
+    compiled = load_program(program_dir, kg, settings=read_settings(program_dir)) if program_dir else None
+    walkers = {
+        "similarity": lambda: SimilarityWalk(kg, config=WalkConfig(depth=CWQ_FLOOR_DEPTH)),
+        "scorer-alone": lambda: scorer_alone(compiled, depth=CWQ_FLOOR_DEPTH),
+        "program": lambda: compiled,
+    }
+    start = time.perf_counter()
+    inverses = kg.inverse_relations()  # once a client, before the first question: set-up, not a question's cost
+    yield {"setup": True, "seconds": round(time.perf_counter() - start, 3), "inverse_pairs": len(inverses) // 2,
+           "query": backend.slowest}
+    for system in systems:
+        program = walkers[system]()
+        with dspy.context(lm=hashed_lm(), adapter=ConstrainedJSONAdapter()):
+            for ex in examples:
+                backend.reset()
+                prediction = program(question=ex.question, topic_entities=list(ex.topic_entities) or None)
+                trace = prediction.trace
+                yield {"system": system, "id": ex.id, "answers": sorted(prediction.answers),
+                       "kg_seconds": round(trace.kg_seconds, 4), "queries": trace.sparql_queries,
+                       "rows": backend.rows, "slowest_query": round(max(backend.seconds, default=0.0), 4), "slowest_text": backend.slowest,
+                       "error": trace.error}
+
+
+def walk(kg_spec: str, systems: Sequence[str], examples: Sequence, program_dir: Path | None, out: Path) -> float:
+    """`walk_records` in a process of its own, written to `out`; that process's peak memory in MB."""
+    args = [sys.executable, "-m", "bench.kg_scale", "--walk", kg_spec, "--systems", ",".join(systems),
+            "--questions", str(len(examples)), "--records", str(out)]
+    if program_dir:
+        args += ["--program", str(program_dir)]
+    process = subprocess.Popen(args, cwd=ROOT, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"the walk over {kg_spec} failed: {process.stderr.read().decode()[-3000:]}")
+    return usage.ru_maxrss / 1024
+
+
+# -- the table -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Line:
+    """One (size, backend, system): its load and its walks, summed up."""
+
+    size: int
+    backend: str
+    system: str
+    load: dict
+    setup_seconds: float  # once a client: the inverse relations read from the graph
+    walk_peak_mb: float
+    questions: int
+    kg_seconds: float  # per question, mean
+    kg_seconds_p90: float
+    queries: float
+    rows: float
+    slowest_query: float  # the slowest single query of any question
+    same: int  # questions answered as at the smallest size (this backend)
+    errors: int
+
+
+def summarize(size: int, backend: str, system: str, load: Load, setup: float, peak: float, records: list[dict],
+              smallest: dict[str, list] | None) -> Line:
+    seconds = sorted(r["kg_seconds"] for r in records)
+    same = sum(r["answers"] == smallest.get(r["id"]) for r in records) if smallest is not None else len(records)
+    return Line(size, backend, system, {**asdict(load), "per_second": round(load.per_second)}, setup, round(peak), len(records),
+                round(statistics.fmean(seconds), 3), round(seconds[int(0.9 * (len(seconds) - 1))], 3),
+                round(statistics.fmean(r["queries"] for r in records), 1), round(statistics.fmean(r["rows"] for r in records)),
+                round(max(r["slowest_query"] for r in records), 3), same, sum(bool(r["error"]) for r in records))
+
+
+def table(lines: Sequence[Line]) -> str:
+    head = ("| triples | backend | load s | triples/s | disk MB | load peak MB | set-up s | system | KG s/question (mean, p90) "
+            "| queries | rows | slowest query s | walk peak MB | answers as at the smallest |")
+    out = [head, "|" + "---|" * (head.count("|") - 1)]
+    for line in lines:
+        load = line.load
+        out.append(f"| {line.size:,} | {line.backend} | {load['seconds']:.0f} | {load['per_second']:,} | {load['disk_mb']:.0f} "
+                   f"| {load['peak_mb']:.0f} | {line.setup_seconds:.2f} | {line.system} | {line.kg_seconds:.3f}, {line.kg_seconds_p90:.3f} | {line.queries} "
+                   f"| {line.rows:,} | {line.slowest_query:.3f} | {line.walk_peak_mb:,.0f} | {line.same} / {line.questions} |")
+    return "\n".join(out) + "\n"
+
+
+def plot(lines: Sequence[Line], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for backend, system in dict.fromkeys((line.backend, line.system) for line in lines):
+        points = sorted((line.size, line.kg_seconds) for line in lines if (line.backend, line.system) == (backend, system))
+        ax.plot(*zip(*points), marker="o", label=f"{backend}, {system}")
+    ax.set_xscale("log")
+    ax.set_xlabel("triples in the graph")
+    ax.set_ylabel("KG seconds a question (mean)")
+    ax.set_title("kgqa's KG cost against graph size (200 CWQ-mini dev questions)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+# -- the command -----------------------------------------------------------------------------------
+
+
+def parse_sizes(text: str) -> list[int]:
+    try:
+        sizes = sorted({int(float(part)) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise SystemExit(f"--sizes takes numbers such as 1e5,1e6, not {text!r}") from None
+    if not sizes or sizes[0] < 1:
+        raise SystemExit(f"--sizes takes positive numbers, not {text!r}")
+    return sizes
+
+
+def parse_choice(text: str, allowed: Sequence[str], option: str) -> list[str]:
+    chosen = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [c for c in chosen if c not in allowed]
+    if unknown or not chosen:
+        raise SystemExit(f"{option} takes some of {', '.join(allowed)}, not {text!r}")
+    return chosen
+
+
+def commit() -> str:
+    found = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return found.stdout.strip() or "unknown"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1e5", help="graph sizes in triples, comma-separated (default 1e5)")
+    parser.add_argument("--backends", default=",".join(BACKENDS), help="embedded, virtuoso or both")
+    parser.add_argument("--systems", default=None, help=f"some of {', '.join(SYSTEMS)} (default: all that --program allows)")
+    parser.add_argument("--questions", type=int, default=200)
+    parser.add_argument("--program", type=Path, default=None, help="a compiled CWQ-mini program (its scorer and its steps)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--work", type=Path, default=ROOT / "runs" / "kg-scale", help="graphs and stores (large)")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "kg-scale")
+    parser.add_argument("--walk", default=None, help=argparse.SUPPRESS)  # the walking child: embedded:DIR or a URL
+    parser.add_argument("--records", type=Path, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    systems = parse_choice(args.systems or ",".join(SYSTEMS if args.program else SYSTEMS[:1]), SYSTEMS, "--systems")
+    if not args.program and set(systems) - {"similarity"}:
+        raise SystemExit("scorer-alone and program need --program DIR (a compiled CWQ-mini program)")
+    examples = questions(args.questions, seed=args.seed)
+    if args.walk:  # the child: walk, write, exit
+        with args.records.open("w", encoding="utf-8") as out:
+            for record in walk_records(args.walk, systems, examples, args.program):
+                out.write(json.dumps(record) + "\n")
+        return 0
+
+    sizes, backends = parse_sizes(args.sizes), parse_choice(args.backends, BACKENDS, "--backends")
+    base, keep = base_graph(examples), protected(examples)
+    if sizes[0] < len(base):
+        raise SystemExit(f"the {len(examples)} questions' own graphs hold {len(base):,} triples: sizes start there")
+    (args.out / "records").mkdir(parents=True, exist_ok=True)
+    lines: list[Line] = []
+    growths: dict[int, dict] = {}
+    smallest: dict[tuple[str, str], dict[str, list]] = {}
+    for size in sizes:
+        graph = args.work / f"graph-{size}.nt.gz"
+        facts, growth = grow(base, keep, size, seed=args.seed)
+        triples = write_graph(graph, facts, size)
+        growths[size] = {**asdict(growth), "triples_with_labels": triples}
+        print(f"{size:,}: {triples:,} triples written (hubs {list(growth.hubs.values())})", file=sys.stderr)
+        for backend in backends:
+            server = None
+            if backend == "embedded":
+                load = load_embedded(graph, args.work / f"store-{size}", triples)
+                spec = f"embedded:{args.work / f'store-{size}'}"
+            else:
+                server, load = start_virtuoso(graph, args.work / f"virtuoso-{size}", triples)
+                spec = server.url
+            try:
+                records_file = args.out / "records" / f"{size}-{backend}.jsonl"
+                peak = walk(spec, systems, examples, args.program, records_file)
+            finally:
+                if server is not None:
+                    server.stop()
+            records = [json.loads(line) for line in records_file.read_text().splitlines()]
+            setup = next(r for r in records if r.get("setup"))
+            records = [r for r in records if not r.get("setup")]
+            with gzip.open(records_file.with_suffix(".jsonl.gz"), "wt", encoding="utf-8") as out:
+                out.writelines(json.dumps(r) + "\n" for r in [setup, *records])
+            records_file.unlink()
+            for system in systems:
+                mine = [r for r in records if r["system"] == system]
+                first = smallest.setdefault((backend, system), {r["id"]: r["answers"] for r in mine})
+                lines.append(summarize(size, backend, system, load, setup["seconds"], peak, mine, first))
+                print(table(lines[-1:]).splitlines()[-1], file=sys.stderr)
+        if size != sizes[0]:
+            graph.unlink()  # the largest are gigabytes; the smallest stays for a look
+    (args.out / "table.md").write_text(table(lines), encoding="utf-8")
+    plot(lines, args.out / "cost.png")
+    manifest = {
+        "data": f"{len(examples)} CWQ-mini dev questions over graphs of {', '.join(f'{s:,}' for s in sizes)} triples",
+        "command": "python -m bench.kg_scale " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "commit": commit(), "machine": f"{os.cpu_count()} cores", "growth": growths,
+        "lines": [asdict(line) for line in lines],
+    }
+    (args.out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    print(table(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""A hub costs what is kept: a hop from an entity with tens of thousands of edges reads its capped
+neighbours (two queries for its frontier, none sorted), on every backend, and the other moves of
+its frontier lose nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from kgqa.kg import Direction, EmbeddedStore, KnowledgeGraph, Move, SparqlEndpoint, virtuoso
+
+NS = "http://rdf.freebase.com/ns/"
+EDGES = 20_000  # films of the hub country
+CAP = 5
+
+
+def hub_ntriples() -> str:
+    lines = []
+    for n in range(EDGES):
+        film = f"<{NS}m.0f{n}>"
+        lines.append(f"{film} <{NS}film.film.country> <{NS}m.0hub> .")
+        lines.append(f'{film} <{NS}type.object.name> "Film {n}"@en .')
+    for n in range(2):  # a small country beside the hub
+        lines.append(f"<{NS}m.0s{n}> <{NS}film.film.country> <{NS}m.0small> .")
+        lines.append(f'<{NS}m.0s{n}> <{NS}type.object.name> "Small film {n}"@en .')
+    lines += [f'<{NS}m.0hub> <{NS}type.object.name> "Hubland"@en .', f'<{NS}m.0small> <{NS}type.object.name> "Smallland"@en .']
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def hub_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("hub") / "hub.nt"
+    path.write_text(hub_ntriples(), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module", params=["embedded", "virtuoso"])
+def hub_kg(request, hub_file, tmp_path_factory):
+    if request.param == "embedded":
+        store = EmbeddedStore()
+        store.load_file(hub_file, format="ntriples")
+        yield KnowledgeGraph(store, profile="freebase")
+        return
+    request.getfixturevalue("virtuoso_installed")
+    server = virtuoso.LocalVirtuoso.start(tmp_path_factory.mktemp("virtuoso-hub"), [hub_file])
+    try:
+        yield KnowledgeGraph(SparqlEndpoint(server.url, timeout=10), profile="freebase")
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("relations", [False, True])
+def test_a_frontier_with_a_hub_reads_the_hub_s_capped_neighbours_only(hub_kg, relations):
+    kg = hub_kg.scoped()
+    hub = Move("m.0hub", "film.film.country", Direction.IN)
+    small = Move("m.0small", "film.film.country", Direction.IN)
+    result = kg.follow([hub, small], limit=CAP, relations=relations)
+    # the frontier's cut (2 x CAP + 1 pairs), then each move capped on its own (CAP + 1, and 2):
+    # one more than is kept tells the cut, and none of the hub's other 19,994 edges is read
+    assert kg.stats.queries == 2
+    assert kg.stats.rows <= (2 * CAP + 1) + (CAP + 1 + 2)
+    assert result.truncated == {hub}
+    assert len(result[hub]) == CAP and all(node.name.startswith("Film ") for node in result[hub])
+    assert sorted(node.name for node in result[small]) == ["Small film 0", "Small film 1"]
+    again = hub_kg.scoped().follow([hub, small], limit=CAP, relations=relations)
+    assert again[hub] == result[hub]  # the same cut each time
+
+
+def test_the_default_cap_keeps_a_thousand_of_the_hub(hub_kg):
+    kg = hub_kg.scoped()
+    result = kg.neighbours(["m.0hub"], "film.film.country", direction=Direction.IN)
+    assert len(result["m.0hub"]) == kg.max_neighbours == 1_000 and result.truncated == {"m.0hub"}
+    assert kg.stats.queries == 1 and kg.stats.rows == 1_001
