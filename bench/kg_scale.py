@@ -31,6 +31,7 @@ import itertools
 import json
 import os
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -151,6 +152,7 @@ class Load:
     seconds: float
     disk_mb: float
     peak_mb: float
+    distinct: int | None = None  # triples the store holds (a grown fact is now and then drawn twice)
 
     @property
     def per_second(self) -> float:
@@ -166,13 +168,17 @@ def load_embedded(graph: Path, store: Path, triples: int) -> Load:
     shutil.rmtree(store, ignore_errors=True)
     kgqa = Path(sys.executable).with_name("kgqa")
     start = time.perf_counter()
-    process = subprocess.Popen([str(kgqa), "kg", "load", "--store", str(store), "--format", "ntriples", "--profile", "rog",
-                                str(graph)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
+    log = store.with_suffix(".log")
+    with log.open("wb") as output:
+        process = subprocess.Popen([str(kgqa), "kg", "load", "--store", str(store), "--format", "ntriples", "--profile", "rog",
+                                    str(graph)], stdout=output, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"kgqa kg load failed on {graph}: {process.stderr.read().decode()[-2000:]}")
-    return Load("embedded", triples, seconds, disk_mb(store), usage.ru_maxrss / 1024)
+        raise SystemExit(f"kgqa kg load failed on {graph}: {log.read_text()[-2000:]}")
+    stored = re.search(r"store .*: ([\d,]+) triples", log.read_text())
+    return Load("embedded", triples, seconds, disk_mb(store), usage.ru_maxrss / 1024,
+                int(stored.group(1).replace(",", "")) if stored else None)
 
 
 def start_virtuoso(graph: Path, workdir: Path, triples: int):

@@ -11,26 +11,10 @@ from typing import BinaryIO
 import pyoxigraph as ox
 
 from kgqa.kg.errors import KGError
+from kgqa.kg.queries import RELATION_INDEX, RELATIONS_OF, index_relations
 from kgqa.kg.terms import RDF_LANG_STRING, RdfTerm
 
 META_FILE = "kgqa-store.json"
-# The relation index: one literal per entity listing the distinct relations around it, as
-# `>IRI` (outgoing) and `<IRI` (incoming) tokens, kept in a named graph of its own (queries
-# over the default graph never see it). Listing the relations of a frontier is then a lookup
-# of one short literal per entity instead of a scan of every edge of it, with no aggregation:
-# an actor with 300 films has two tokens, not 300 rows.
-RELATION_INDEX = "urn:kgqa:relation-index"
-RELATIONS_OF = "urn:kgqa:relations"
-_INDEX_UPDATE = f"""
-DROP SILENT GRAPH <{RELATION_INDEX}> ;
-INSERT {{ GRAPH <{RELATION_INDEX}> {{ ?e <{RELATIONS_OF}> ?tokens }} }}
-WHERE {{
-  SELECT ?e (GROUP_CONCAT(DISTINCT ?token; separator=" ") AS ?tokens) WHERE {{
-    {{ ?e ?r ?x . BIND(CONCAT(">", STR(?r)) AS ?token) }}
-    UNION
-    {{ ?x ?r ?e . FILTER(!isLiteral(?e)) BIND(CONCAT("<", STR(?r)) AS ?token) }}
-  }} GROUP BY ?e
-}}"""
 FORMATS = {"ntriples": ox.RdfFormat.N_TRIPLES, "turtle": ox.RdfFormat.TURTLE}
 
 
@@ -109,7 +93,7 @@ class EmbeddedStore:
 
     def index_relations(self) -> None:
         """(Re)build the relation index from the default graph (`add_triples` and `load_file` do)."""
-        self.store.update(_INDEX_UPDATE)
+        self.store.update(index_relations())
         self._indexed = True
 
     @property

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from SPARQLWrapper import POST, XML, SPARQLWrapper
 from SPARQLWrapper.SPARQLExceptions import EndPointInternalError, SPARQLWrapperException
 
+from kgqa.kg import queries
 from kgqa.kg.errors import KGError
 from kgqa.kg.terms import RdfTerm
 
@@ -43,6 +44,7 @@ class SparqlEndpoint:
         retries: int = 3,
         backoff: float = 0.5,
         post_above: int = 1_500,
+        relation_index: bool | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if not url.startswith(("http://", "https://")):
@@ -53,9 +55,20 @@ class SparqlEndpoint:
         self.backoff = backoff
         self.post_above = post_above
         self._sleep = sleep
+        self._indexed = relation_index  # None: asked once, on first use
 
     def describe(self) -> str:
         return self.url
+
+    @property
+    def relation_index(self) -> tuple[str, str] | None:
+        """(graph IRI, predicate IRI) of the relation index (`kg.queries.index_relations`) where the
+        endpoint keeps one (a Virtuoso loaded by kgqa does), else None: asked once, by one probe,
+        unless `relation_index` was given. A stale index (data changed since it was built) answers
+        stale relations: rebuild it with the same update after a load."""
+        if self._indexed is None:
+            self._indexed = bool(self.select(queries.has_relation_index()))
+        return (queries.RELATION_INDEX, queries.RELATIONS_OF) if self._indexed else None
 
     def select(self, query: str) -> list[dict[str, RdfTerm]]:
         last: Exception | None = None

@@ -16,6 +16,34 @@ from collections.abc import Iterable, Mapping, Sequence
 from kgqa.kg.terms import Direction, sparql_iri, sparql_string, text_pattern
 
 
+# The relation index: one literal per entity listing the distinct relations around it, as
+# `>IRI` (outgoing) and `<IRI` (incoming) tokens, kept in a named graph of its own (queries
+# over the default graph never see it). Listing the relations of a frontier is then a lookup
+# of one short literal per entity instead of a scan of every edge of it, with no aggregation:
+# an actor with 300 films has two tokens, not 300 rows, and a hub with a million edges a handful.
+# The embedded store keeps it up to date; a Virtuoso loaded by kgqa builds it after its load.
+RELATION_INDEX = "urn:kgqa:relation-index"
+RELATIONS_OF = "urn:kgqa:relations"
+
+
+def index_relations(*, drop: bool = True) -> str:
+    """The SPARQL update that (re)builds the relation index from the default graph."""
+    first = f"DROP SILENT GRAPH <{RELATION_INDEX}> ;\n" if drop else ""
+    return first + f"""INSERT {{ GRAPH <{RELATION_INDEX}> {{ ?e <{RELATIONS_OF}> ?tokens }} }}
+WHERE {{
+  SELECT ?e (GROUP_CONCAT(DISTINCT ?token; separator=" ") AS ?tokens) WHERE {{
+    {{ ?e ?r ?x . BIND(CONCAT(">", STR(?r)) AS ?token) }}
+    UNION
+    {{ ?x ?r ?e . FILTER(!isLiteral(?e)) BIND(CONCAT("<", STR(?r)) AS ?token) }}
+  }} GROUP BY ?e
+}}"""
+
+
+def has_relation_index() -> str:
+    """One row where the graph store keeps a relation index, none where it does not: a probe."""
+    return f"SELECT ?e WHERE {{ GRAPH <{RELATION_INDEX}> {{ ?e <{RELATIONS_OF}> ?tokens }} }} LIMIT 1"
+
+
 def _values(variable: str, terms: Iterable[str]) -> str:
     return f"VALUES ?{variable} {{ {' '.join(terms)} }}"
 

@@ -10,6 +10,7 @@ import pytest
 
 from kgqa.data.demo import DEMO_KG
 from kgqa.kg import KGError, KnowledgeGraph, SparqlEndpoint, virtuoso
+from kgqa.kg.queries import RELATION_INDEX, RELATIONS_OF
 
 
 def test_virtuoso_stopped_mid_run_gives_a_clear_error(tmp_path):
@@ -32,8 +33,15 @@ def test_a_gzipped_file_loads_and_a_bad_one_is_named(tmp_path, virtuoso_installe
     with open(DEMO_KG, "rb") as plain, gzip.open(packed, "wb") as out:
         shutil.copyfileobj(plain, out)
     with virtuoso.LocalVirtuoso.start(tmp_path / "packed", [packed]) as server:
-        kg = KnowledgeGraph(SparqlEndpoint(server.url, timeout=5), profile="freebase")
-        assert kg.link(["Parasite"])["Parasite"]
+        indexed = KnowledgeGraph(SparqlEndpoint(server.url, timeout=5), profile="freebase")
+        (parasite,) = indexed.link(["Parasite"])["Parasite"]
+        # the relation index is built after the load and found by one probe; the scan answers alike
+        assert indexed.backend.relation_index == (RELATION_INDEX, RELATIONS_OF)
+        scanned = KnowledgeGraph(SparqlEndpoint(server.url, timeout=5, relation_index=False), profile="freebase")
+        assert scanned.backend.relation_index is None
+        assert indexed.relations([parasite])[parasite] == scanned.relations([parasite])[parasite] != ()
+        move = [(parasite, "film.film.directed_by", "out")]
+        assert indexed.follow(move, relations=True).around == scanned.follow(move, relations=True).around != {}
     bad = tmp_path / "bad.nt"
     bad.write_text(DEMO_KG.read_text(encoding="utf-8").splitlines()[0] + "\n<http://x/a> <http://x/b> broken\n")
     with pytest.raises(KGError, match=r"Virtuoso could not load .*bad\.nt.*line \d+: syntax error"):

@@ -1,0 +1,62 @@
+"""The scale bench: graphs grown around real questions keep their facts, reach the size asked and
+grow hubs; the command loads each size into each backend, walks the questions, and says which
+answers are those of the smallest graph (CI runs the 10^5 size only)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from bench.kg_scale import base_graph, grow, main, protected, questions, write_graph
+
+
+@pytest.fixture(scope="module")
+def examples(shared_data):
+    return questions(12)
+
+
+def test_a_grown_graph_keeps_the_questions_facts_reaches_its_size_and_grows_hubs(examples, tmp_path):
+    base, keep = base_graph(examples), protected(examples)
+    facts, growth = grow(base, keep, 20_000, seed=3)
+    path = tmp_path / "g.nt.gz"
+    assert write_graph(path, facts, 20_000) == 20_000
+    lines = gzip.open(path, "rt", encoding="utf-8").read().splitlines()
+    assert len(lines) == 20_000 and len(set(lines)) > 19_000  # a grown fact now and then drawn twice
+    facts_again, _ = grow(base, keep, 20_000, seed=3)
+    write_graph(tmp_path / "again.nt.gz", facts_again, 20_000)
+    assert gzip.open(tmp_path / "again.nt.gz", "rt", encoding="utf-8").read().splitlines() == lines  # seeded
+    assert len(growth.hubs) == 4 and not set(growth.hubs) & keep
+    sizes = list(growth.hubs.values())
+    assert sizes == sorted(sizes, reverse=True) and sizes[0] > 1_000  # past the walk's cap
+    grown = [line for line in lines if "/entity/grown%20" in line or "/entity/m.0grown" in line]
+    touched = {name for name in keep for line in grown if f"/entity/{name.replace(' ', '%20')}>" in line}
+    assert grown and not touched  # nothing grown touches a topic entity or an answer
+
+
+def test_the_command_loads_walks_and_compares_each_size_on_both_backends(examples, tmp_path, virtuoso_installed):
+    out = tmp_path / "out"
+    assert main(["--sizes", "6e4,1e5", "--questions", "12", "--systems", "similarity",
+                 "--work", str(tmp_path / "work"), "--out", str(out)]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    lines = {(line["size"], line["backend"]): line for line in manifest["lines"]}
+    assert set(lines) == {(60_000, "embedded"), (60_000, "virtuoso"), (100_000, "embedded"), (100_000, "virtuoso")}
+    for (size, _), line in lines.items():
+        assert line["load"]["triples"] == size and line["load"]["seconds"] > 0 and line["walk_peak_mb"] > 0
+        assert line["questions"] == 12 and line["errors"] == 0 and line["queries"] > 0 and line["rows"] > 0
+    assert all(lines[60_000, b]["same"] == 12 for b in ("embedded", "virtuoso"))  # the smallest is its own reference
+    for backend in ("embedded", "virtuoso"):
+        records = [json.loads(r) for r in gzip.open(out / "records" / f"100000-{backend}.jsonl.gz", "rt")]
+        assert records[0]["setup"] and len(records) == 13
+    table = (out / "table.md").read_text()
+    assert table.count("| similarity |") == 4 and (out / "cost.png").stat().st_size > 0
+
+
+def test_bad_options_are_one_line(capsys):
+    with pytest.raises(SystemExit, match="--sizes takes numbers"):
+        main(["--sizes", "big"])
+    with pytest.raises(SystemExit, match="--backends takes some of embedded, virtuoso"):
+        main(["--backends", "neo4j"])
+    with pytest.raises(SystemExit, match="need --program"):
+        main(["--systems", "program"])
