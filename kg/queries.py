@@ -15,7 +15,6 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from kgqa.kg.terms import Direction, sparql_iri, sparql_string, text_pattern
 
-
 # The relation index: one literal per entity listing the distinct relations around it, as
 # `>IRI` (outgoing) and `<IRI` (incoming) tokens, kept in a named graph of its own (queries
 # over the default graph never see it). Listing the relations of a frontier is then a lookup
