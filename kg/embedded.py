@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
 import pyoxigraph as ox
 
 from kgqa.kg.errors import KGError
+from kgqa.kg.name_table import NameTable
 from kgqa.kg.queries import RELATION_INDEX, RELATIONS_OF, index_relations
 from kgqa.kg.terms import RDF_LANG_STRING, RdfTerm
 
@@ -39,6 +40,7 @@ class EmbeddedStore:
         self.store = store if store is not None else ox.Store()
         self.path = path
         self._indexed: bool | None = None  # unknown until asked (a store opened from disk may predate the index)
+        self._name_tables: dict[tuple, NameTable] = {}  # by (predicates, lang): built on the first search
 
     @classmethod
     def open(cls, path: str | Path, *, create: bool = False, read_only: bool = False) -> EmbeddedStore:
@@ -76,6 +78,16 @@ class EmbeddedStore:
                     row[name] = _term(term)
             rows.append(row)
         return rows
+
+    def search_names(self, words: list[str], *, predicates: Sequence[str], lang: str | None, limit: int) -> list[tuple[str, str]]:
+        """(entity IRI, name) whose name holds one of `words`, best matches first, from the store's
+        full-text table of names (`kg.name_table`: on disk beside the store, built on first use)."""
+        key, stamp = (tuple(predicates), lang), str(len(self))
+        table = self._name_tables.get(key)
+        if table is None or table.stamp != stamp:
+            table = self._name_tables[key] = NameTable.build(self.store, directory=self.path, predicates=predicates,
+                                                             lang=lang, stamp=stamp)
+        return table.search(words, limit=limit)
 
     def add_triples(self, triples: Iterable[ox.Triple]) -> int:
         """Add triples (pyoxigraph terms) to the default graph; returns how many were given."""

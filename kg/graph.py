@@ -343,7 +343,7 @@ class KnowledgeGraph:
         """Where the linker finds the graph's names, once per client. `names="index"`: a `NameIndex`
         of every name, loaded from beside an on-disk store when it was built for the same triples,
         else built from `all_names` (and saved there). `names="search"`: a `TextSearchIndex` that asks
-        the endpoint's text index per question. `"auto"`: the index, or the search when the graph
+        the graph's text index per question (the endpoint's, or the embedded store's on disk). `"auto"`: the index, or the search when the graph
         has too many names to hold. With `encode` (texts -> unit sentence vectors), a whole index
         of at most `MAX_VECTOR_NAMES` distinct names also finds names by meaning (`LabelVectors`,
         its vectors kept beside an on-disk store like the index)."""
@@ -430,10 +430,17 @@ class KnowledgeGraph:
         return TextSearchIndex(self.search_names, resolve)
 
     def search_names(self, words: list[str], *, limit: int = 2_000) -> list[tuple[str, str]]:
-        """(entity, name or alias) whose name contains one of `words`, through the endpoint's text
-        index (Virtuoso's `bif:contains`), best matches first: one query. A KGError names the
-        endpoint when it has no such index."""
+        """(entity, name or alias) whose name contains one of `words`, best matches first: one query
+        of the endpoint's text index (Virtuoso's `bif:contains`), or of the embedded store's table of
+        names on disk (`kg.name_table`). A KGError names an endpoint that has no text index."""
         predicates = tuple(dict.fromkeys(self.profile.name_predicates + self.profile.alias_predicates))
+        own_table = getattr(self.backend, "search_names", None)  # the embedded store's names on disk
+        if own_table is not None:
+            start = time.perf_counter()
+            pairs = own_table(words, predicates=predicates, lang=self.profile.name_lang, limit=limit)
+            self.stats.record(len(pairs), time.perf_counter() - start)
+            found = [(entity, name) for iri, name in pairs if (entity := self.profile.entity_id(iri)) is not None]
+            return list(dict.fromkeys(found))
         try:
             rows = self._select(queries.names_containing(words, predicates=predicates, lang=self.profile.name_lang, limit=limit))
         except KGError as exc:

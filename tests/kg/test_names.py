@@ -232,3 +232,29 @@ def test_a_graph_with_too_many_names_to_hold_is_searched_instead(virtuoso_server
         KnowledgeGraph(endpoint, profile="freebase", names="index", max_index_names=10).name_index()
     with pytest.raises(ValueError, match="names must be one of"):
         KnowledgeGraph(endpoint, profile="freebase", names="bif")
+
+
+def test_a_store_with_too_many_names_to_hold_searches_its_table_of_names_on_disk(tmp_path):
+    from kgqa.data.demo import DEMO_KG
+    from kgqa.kg.name_table import TABLE_FILE
+    from kgqa.kg.names import TextSearchIndex
+
+    store = EmbeddedStore.open(tmp_path / "store", create=True)
+    store.load_file(DEMO_KG, format="ntriples")
+    kg = KnowledgeGraph(store, profile="freebase", max_index_names=10)  # the demo has more: no index in memory
+    index = kg.name_index()
+    assert isinstance(index, TextSearchIndex)
+    (parasite,) = kg.link(["Parasite"])["Parasite"]
+    assert {m.entity for m in index.mentions("who directed parasite?")} >= {parasite}
+    assert (tmp_path / "store" / TABLE_FILE).is_file()  # built by the first search, kept beside the store
+    (amelie,) = kg.link(["Amélie"])["Amélie"]
+    assert amelie in {m.entity for m in index.mentions("who played in amelie")}  # accents or none
+    built = (tmp_path / "store" / TABLE_FILE).stat().st_mtime_ns
+    again = KnowledgeGraph(store, profile="freebase", names="search")
+    assert parasite in {m.entity for m in again.name_index().mentions("parasite director")}
+    assert (tmp_path / "store" / TABLE_FILE).stat().st_mtime_ns == built  # the same store: the same table
+    fb = "http://rdf.freebase.com/ns/"
+    store.add_triples([ox.Triple(ox.NamedNode(fb + "m.0new"), ox.NamedNode(fb + "type.object.name"),
+                                 ox.Literal("Okja", language="en"))])
+    fresh = KnowledgeGraph(store, profile="freebase", names="search").name_index()
+    assert "m.0new" in {m.entity for m in fresh.mentions("who made okja")}  # the store grew: built again
