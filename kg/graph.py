@@ -344,9 +344,10 @@ class KnowledgeGraph:
         of every name, loaded from beside an on-disk store when it was built for the same triples,
         else built from `all_names` (and saved there). `names="search"`: a `TextSearchIndex` that asks
         the graph's text index per question (the endpoint's, or the embedded store's table of names
-        on disk). `"auto"`: the index, or the search when the graph has too many names to hold. With `encode` (texts -> unit sentence vectors), a whole index
-        of at most `MAX_VECTOR_NAMES` distinct names also finds names by meaning (`LabelVectors`,
-        its vectors kept beside an on-disk store like the index)."""
+        on disk). `"auto"`: the index, or the search when the graph has too many names to hold.
+        With `encode` (texts -> unit sentence vectors), a whole index of at most `MAX_VECTOR_NAMES`
+        distinct names also finds names by meaning (`LabelVectors`, its vectors kept beside an
+        on-disk store like the index)."""
         index = self._plain_name_index()
         if encode is None or not isinstance(index, NameIndex) or len(set(index._folded)) > MAX_VECTOR_NAMES:
             return index
