@@ -9,6 +9,8 @@ is kept, not a sort of its edges), and the capped keys are reported.
 from __future__ import annotations
 
 import copy
+import json
+import os
 import threading
 import time
 from collections import defaultdict
@@ -98,6 +100,7 @@ class KGStats:
 NAME_LOOKUPS = ("auto", "index", "search")  # how the linker finds names: see KnowledgeGraph.name_index
 INVERSE_LOOKUPS = ("auto", "schema", "mirrored", "none")  # how inverse relations are found: see KnowledgeGraph.inverse_relations
 MIN_MIRRORED_FACTS = 3  # facts a pair of relations must state both ways round to be taken for inverses
+MIRRORS_FILE = "mirrored-relations.json"  # the pairs found by the scan, kept beside an on-disk store
 MAX_VECTOR_NAMES = 300_000  # distinct names given sentence vectors (384 floats each: about 460 MB at most)
 
 
@@ -381,14 +384,41 @@ class KnowledgeGraph:
             rows = self._select(queries.reverse_properties(predicate=profile.reverse_property, limit=self.max_rows))
             pairs = [(p, q) for p, q in map(relations, rows) if p and q]
         elif self.inverses_lookup == "mirrored":
-            rows = self._select(queries.mirrored_relations(skip_prefixes=profile.skip_iri_prefixes(),
-                                                           skip_substrings=profile.skip_relation_substrings, limit=self.max_rows))
-            counts = {(p, q): int(r["n"].value) for r in rows for p, q in [relations(r)] if p and q}
-            pairs = _mutual_mirrors(counts, MIN_MIRRORED_FACTS)
+            pairs = self._kept_mirrors()
+            if pairs is None:
+                rows = self._select(queries.mirrored_relations(skip_prefixes=profile.skip_iri_prefixes(),
+                                                               skip_substrings=profile.skip_relation_substrings, limit=self.max_rows))
+                counts = {(p, q): int(r["n"].value) for r in rows for p, q in [relations(r)] if p and q}
+                pairs = _mutual_mirrors(counts, MIN_MIRRORED_FACTS)
+                self._keep_mirrors(pairs)
         one_name: dict[str, str] = {}
         for p, q in pairs:
             one_name[p] = one_name[q] = min(p, q)
         return one_name
+
+    def _kept_mirrors(self) -> list[tuple[str, str]] | None:
+        """The mirrored pairs found before for this on-disk store as it is now (`MIRRORS_FILE` beside
+        it), or None: the scan reads every fact, so a store pays it once, not every process."""
+        directory = getattr(self.backend, "path", None)
+        try:
+            kept = json.loads((directory / MIRRORS_FILE).read_text(encoding="utf-8")) if directory else None
+        except (OSError, ValueError):
+            return None
+        if not isinstance(kept, dict) or kept.get("stamp") != self._stamp() or not isinstance(kept.get("pairs"), list):
+            return None
+        return [(p, q) for p, q in kept["pairs"]]
+
+    def _keep_mirrors(self, pairs: list[tuple[str, str]]) -> None:
+        directory = getattr(self.backend, "path", None)
+        if directory is None:
+            return
+        path = directory / MIRRORS_FILE
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        try:
+            partial.write_text(json.dumps({"stamp": self._stamp(), "pairs": pairs}), encoding="utf-8")
+            partial.replace(path)
+        except OSError:  # a store on read-only disk: found again by the next process
+            partial.unlink(missing_ok=True)
 
     def _plain_name_index(self) -> NameIndex | TextSearchIndex:
         with _INDEX_LOCK:

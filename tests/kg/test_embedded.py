@@ -86,3 +86,21 @@ def test_mirrored_pairs_need_enough_facts_and_each_other_most():
         KnowledgeGraph(EmbeddedStore(), inverses="guess")
     with pytest.raises(ValueError, match="'rog' does not"):
         KnowledgeGraph(EmbeddedStore(), profile="rog", inverses="schema")
+
+
+def test_the_scan_for_mirrored_relations_is_kept_beside_an_on_disk_store(tmp_path):
+    from kgqa.data.demo import DEMO_KG
+    from kgqa.kg.graph import MIRRORS_FILE
+
+    store = EmbeddedStore.open(tmp_path / "store", create=True)
+    store.load_file(DEMO_KG, format="ntriples")
+    first = KnowledgeGraph(store, profile="freebase", inverses="mirrored")
+    pairs = first.inverse_relations()
+    assert pairs["film.director.film"] == "film.director.film" and first.stats.queries == 1
+    assert (tmp_path / "store" / MIRRORS_FILE).is_file()
+    again = KnowledgeGraph(store, profile="freebase", inverses="mirrored")
+    assert again.inverse_relations() == pairs and again.stats.queries == 0  # read, not scanned
+    fb = "http://rdf.freebase.com/ns/"
+    store.add_triples([ox.Triple(ox.NamedNode(fb + "m.0a"), ox.NamedNode(fb + "film.film.directed_by"), ox.NamedNode(fb + "m.0b"))])
+    grown = KnowledgeGraph(store, profile="freebase", inverses="mirrored")
+    assert grown.inverse_relations() == pairs and grown.stats.queries == 1  # the store changed: scanned again
