@@ -3,7 +3,7 @@
 
 Each graph holds the questions' own graphs (their union) grown with seeded triples of Freebase's
 shape around them (`grow`): entities with power-law degrees and names, nameless CVT nodes joining
-two of them, literals, relation names drawn from the real ones as often as they occur, and hubs:
+two of them, values, relation names drawn from the real ones as often as they occur, and hubs:
 the base graph's most linked entities that are no question's topic or answer, each given up to
 10^6 more edges through relations it already has. Nothing new touches a topic entity or an answer,
 so an answer can change only where a walk passes a hub and meets its cap (`max_neighbours`).
@@ -51,7 +51,7 @@ SYSTEMS = ("similarity", "scorer-alone", "program")
 BACKENDS = ("embedded", "virtuoso")
 MAX_HUB = 1_000_000  # edges a hub gains at most
 HUBS = 4  # entities grown into hubs, largest first (each half the one before)
-CVT_SHARE, LITERAL_SHARE = 0.1, 0.1  # of the grown facts: through a nameless node, to a literal
+CVT_SHARE, VALUE_SHARE = 0.1, 0.1  # of the grown facts: through a nameless node, to a value
 TRAIN = 1_500  # the compile sample the questions stay outside of (`bench.accuracy.compile_sample`)
 
 
@@ -118,28 +118,35 @@ def grow(base: Sequence[tuple[str, str, str]], keep: set[str], size: int, *, see
     hub_relations = {h: [r for (t, r) in into if t == h] for h in hubs}
     entities = max(10, room // 6)  # about six facts an entity, as in Freebase's topical part
 
-    def entity(skew: float) -> str:
-        return f"grown {int(entities * rng.random() ** skew)}"
+    taken = {name for fact in base for name in (fact[0], fact[2])}
+
+    def index(skew: float) -> int:
+        return int(entities * rng.random() ** skew)
 
     def facts() -> Iterator[tuple[str, str, str]]:
         yield from base
         for hub, edges in hub_edges.items():
             for _ in range(edges):
-                yield entity(1.0), rng.choice(hub_relations[hub]), hub
+                yield f"grown {index(1.0)}", rng.choice(hub_relations[hub]), hub
         cvts = 0
         while True:
-            head = entity(2.0)
+            # two grown entities are only ever joined lower to higher, so no two grown facts state
+            # one pair both ways round (which the `rog` profile would read as inverse relations)
+            first, second_end = sorted((index(2.0), index(3.0)))
+            head, tail = f"grown {first}", f"grown {second_end}"
             relation, second = rng.choices(names, weights, k=2)
             draw = rng.random()
             if draw < CVT_SHARE:
                 cvt = f"m.0grown{cvts:x}"
                 cvts += 1
                 yield head, relation, cvt
-                yield cvt, second, entity(3.0)
-            elif draw < CVT_SHARE + LITERAL_SHARE:
-                yield head, relation, str(rng.randint(1800, 2030))
-            else:
-                yield head, relation, entity(3.0)
+                yield cvt, second, tail
+            elif draw < CVT_SHARE + VALUE_SHARE:
+                value = f"{rng.randint(1, 10**9):,}"  # the rog profile names every node: a value no base node is named
+                if value not in taken:
+                    yield head, relation, value
+            elif first != second_end:
+                yield head, relation, tail
 
     return facts(), Growth(base=len(base), hubs=hub_edges)
 
@@ -477,19 +484,27 @@ def main(argv: list[str] | None = None) -> int:
                 first = smallest.setdefault((backend, system), {r["id"]: r["answers"] for r in mine})
                 lines.append(summarize(size, backend, system, load, setup["seconds"], peak, mine, first, near))
                 print(table(lines[-1:]).splitlines()[-1], file=sys.stderr)
+            write_outputs(args.out, lines, growths, examples=len(examples), sizes=sizes, argv=argv, done=False)
         if size != sizes[0]:
             graph.unlink()  # the largest are gigabytes; the smallest stays for a look
-    (args.out / "table.md").write_text(table(lines), encoding="utf-8")
-    plot(lines, args.out / "cost.png")
-    manifest = {
-        "data": f"{len(examples)} CWQ-mini dev questions over graphs of {', '.join(f'{s:,}' for s in sizes)} triples",
-        "command": "python -m bench.kg_scale " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "commit": commit(), "machine": f"{os.cpu_count()} cores", "growth": growths,
-        "lines": [asdict(line) for line in lines],
-    }
-    (args.out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    write_outputs(args.out, lines, growths, examples=len(examples), sizes=sizes, argv=argv, done=True)
     print(table(lines))
     return 0
+
+
+def write_outputs(out: Path, lines: Sequence[Line], growths: dict, *, examples: int, sizes: Sequence[int],
+                  argv: list[str] | None, done: bool) -> None:
+    """`table.md`, `cost.png` and `manifest.json` as they stand: after each size and backend, so a
+    run stopped on a large size keeps what the smaller ones measured (`complete` says which)."""
+    (out / "table.md").write_text(table(lines), encoding="utf-8")
+    plot(lines, out / "cost.png")
+    manifest = {
+        "data": f"{examples} CWQ-mini dev questions over graphs of {', '.join(f'{s:,}' for s in sizes)} triples",
+        "command": "python -m bench.kg_scale " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "commit": commit(), "machine": f"{os.cpu_count()} cores", "complete": done, "growth": growths,
+        "lines": [asdict(line) for line in lines],
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
