@@ -40,7 +40,7 @@ class EmbeddedStore:
         self.store = store if store is not None else ox.Store()
         self.path = path
         self._indexed: bool | None = None  # unknown until asked (a store opened from disk may predate the index)
-        self._name_tables: dict[tuple, NameTable] = {}  # by (predicates, lang): built on the first search
+        self._name_tables: dict[tuple, NameTable] = {}  # by (predicates, lang): opened or built on the first search
 
     @classmethod
     def open(cls, path: str | Path, *, create: bool = False, read_only: bool = False) -> EmbeddedStore:
@@ -82,11 +82,11 @@ class EmbeddedStore:
     def search_names(self, words: list[str], *, predicates: Sequence[str], lang: str | None, limit: int) -> list[tuple[str, str]]:
         """(entity IRI, name) whose name holds one of `words`, best matches first, from the store's
         full-text table of names (`kg.name_table`: on disk beside the store, built on first use)."""
-        key, stamp = (tuple(predicates), lang), str(len(self))
+        key = (tuple(predicates), lang)
         table = self._name_tables.get(key)
-        if table is None or table.stamp != stamp:
+        if table is None:  # once per store as it is: every change clears them (`index_relations`)
             table = self._name_tables[key] = NameTable.build(self.store, directory=self.path, predicates=predicates,
-                                                             lang=lang, stamp=stamp)
+                                                             lang=lang, stamp=str(len(self)))
         return table.search(words, limit=limit)
 
     def add_triples(self, triples: Iterable[ox.Triple]) -> int:
@@ -107,6 +107,7 @@ class EmbeddedStore:
         """(Re)build the relation index from the default graph (`add_triples` and `load_file` do)."""
         self.store.update(index_relations())
         self._indexed = True
+        self._name_tables.clear()  # the names may have changed with the data
 
     @property
     def relation_index(self) -> tuple[str, str] | None:

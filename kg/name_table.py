@@ -22,8 +22,8 @@ BATCH = 10_000  # names written a transaction
 
 
 class NameTable:
-    def __init__(self, connection: sqlite3.Connection, *, stamp: str) -> None:
-        self._db, self.stamp = connection, stamp
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self._db = connection
 
     @classmethod
     def build(cls, store: ox.Store, *, directory: Path | None, predicates: Sequence[str], lang: str | None,
@@ -36,7 +36,7 @@ class NameTable:
             try:
                 db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
                 if db.execute("SELECT value FROM meta WHERE key = 'built_from'").fetchone() == (key,):
-                    return cls(db, stamp=stamp)
+                    return cls(db)
                 db.close()
             except sqlite3.DatabaseError:
                 pass  # damaged or another file: built again below
@@ -50,10 +50,10 @@ class NameTable:
         db.execute("INSERT INTO meta VALUES ('built_from', ?)", (key,))
         db.commit()
         if target is None:
-            return cls(db, stamp=stamp)
+            return cls(db)
         db.close()
         target.replace(path)
-        return cls(sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False), stamp=stamp)
+        return cls(sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False))
 
     def search(self, words: Sequence[str], *, limit: int) -> list[tuple[str, str]]:
         """(entity IRI, name) whose name holds one of `words` (any case, accents or none), best first."""
