@@ -157,18 +157,21 @@ def follow(
     named = " ?name" if len(name_predicates) == 1 else " ?p ?name" if name_predicates else ""
     if not relations_of_neighbours:
         return f"SELECT {keys}{named} WHERE {{ {where} {names} }} LIMIT {int(limit)}"
+    # Every IRI neighbour has relations (at least the edge it was reached by), so its names are
+    # asked inside the OPTIONAL that brings them: two OPTIONALs side by side after the subquery
+    # lose a typed literal neighbour's ?n on Virtuoso 7.2 (an xsd:date comes back unbound).
     if index is not None:
         graph, predicate = map(sparql_iri, index)
-        around = f"OPTIONAL {{ GRAPH {graph} {{ ?n {predicate} ?rels }} }}"
-        return f"SELECT {keys}{named} ?rels WHERE {{ {where} {names} {around} }} LIMIT {int(limit)}"
+        around = f"OPTIONAL {{ GRAPH {graph} {{ ?n {predicate} ?rels }} {names} }}"
+        return f"SELECT {keys}{named} ?rels WHERE {{ {where} {around} }} LIMIT {int(limit)}"
     skip = _relation_filter("r2", skip_prefixes, skip_substrings)
     around = (
         f'OPTIONAL {{ {{ ?n ?r2 ?x2 . BIND(CONCAT(">", STR(?r2)) AS ?rel) {skip} }} '
-        f'UNION {{ ?x2 ?r2 ?n . BIND(CONCAT("<", STR(?r2)) AS ?rel) {skip} }} FILTER(isIRI(?n)) }}'
+        f'UNION {{ ?x2 ?r2 ?n . BIND(CONCAT("<", STR(?r2)) AS ?rel) {skip} }} {names} FILTER(isIRI(?n)) }}'
     )
     return (
         f'SELECT {keys}{named} (GROUP_CONCAT(DISTINCT ?rel; separator=" ") AS ?rels) '
-        f"WHERE {{ {where} {names} {around} }} GROUP BY {keys}{named} LIMIT {int(limit)}"
+        f"WHERE {{ {where} {around} }} GROUP BY {keys}{named} LIMIT {int(limit)}"
     )
 
 

@@ -84,6 +84,18 @@ def test_follow_mixes_relations_and_directions_in_one_query(demo_kg):
     assert result[Move(parasite, "film.film.initial_release_date", OUT)] == (Node("2019-05-30", literal=True, datatype="date"),)
 
 
+def test_follow_with_the_relations_around_keeps_literal_neighbours_and_names(demo_kg):
+    """Names and the relations around come in one query: a dated literal among the neighbours
+    keeps its value (Virtuoso 7.2 dropped it when they were two OPTIONALs side by side)."""
+    parasite = mid(demo_kg, "Parasite")
+    moves = [Move(parasite, "film.film.directed_by", OUT), Move(parasite, "film.film.initial_release_date", OUT)]
+    result = demo_kg.follow(moves, relations=True)
+    assert result[moves[1]] == (Node("2019-05-30", literal=True, datatype="date"),)
+    (bong,) = result[moves[0]]
+    assert bong.label == "Bong Joon-ho"
+    assert Edge("film.film.directed_by", IN) in result.around[bong.id]
+
+
 def test_year_literals_come_back_as_values(demo_kg):
     ang_lee = mid(demo_kg, "Ang Lee")
     nodes = walk(demo_kg, [ang_lee], [("award.award_winner.awards_won", OUT), ("award.award_honor.year", OUT)])
