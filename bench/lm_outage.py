@@ -30,7 +30,6 @@ from kgqa.lm.served import LOCAL_ALIAS, free_port, start_llama_server, stop_proc
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "results" / "lm-outage-local"
-PROGRAM = ROOT / "bench" / "results" / "served-lm-local" / "program"  # compiled as `kgqa demo` compiles it
 
 
 def evaluate(program: Path, data: str, out: Path, *lm_args: str, threads: int, home: Path) -> subprocess.Popen:
@@ -59,7 +58,7 @@ def step(name: str, process: subprocess.Popen, out: Path, started: float, *, lin
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--program", type=Path, default=PROGRAM)
+    parser.add_argument("--program", type=Path, required=True, help="a compiled program on the demo KG (`kgqa demo` makes one)")
     parser.add_argument("--data", default="demo:test")
     parser.add_argument("--threads", type=int, default=2, help="kgqa evaluate --threads")
     parser.add_argument("--kill-after", type=float, default=12.0, help="seconds into the served run")

@@ -53,7 +53,6 @@ from kgqa.specs import load_data  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "results" / "serving-local"
-PROGRAM = ROOT / "bench" / "results" / "served-lm-local" / "program"  # compiled as `kgqa demo` compiles it
 
 
 class Server:
@@ -338,7 +337,7 @@ def _table(result: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--program", type=Path, default=PROGRAM, help="a compiled program on the demo KG")
+    parser.add_argument("--program", type=Path, required=True, help="a compiled program on the demo KG (`kgqa demo` makes one)")
     parser.add_argument("--questions", type=int, default=16, help="questions a run (demo test and dev questions)")
     parser.add_argument("--clients", default="1,4,16")
     parser.add_argument("--runs", default="load,faults", help="any of load, faults, requests")
