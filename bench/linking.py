@@ -54,6 +54,7 @@ from kgqa.kg import EmbeddedStore, KnowledgeGraph, SparqlEndpoint, virtuoso  # n
 from kgqa.kg.names import NameIndex  # noqa: E402
 from kgqa.kg.profiles import ROG  # noqa: E402
 from kgqa.programs.embedder import Embedder  # noqa: E402
+from kgqa.programs.inspection import link_question  # noqa: E402
 from kgqa.programs.linking import LinkCandidate, Linker, Linking  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -102,7 +103,7 @@ def choose_all(program, rows: Sequence[tuple[str, str, list[str]]]) -> list[Scor
     scored = []
     for id_, question, gold in rows:
         start = time.perf_counter()
-        linking, trace = program.link_question(question)
+        linking, trace = link_question(program, question)
         seconds = time.perf_counter() - start
         scored.append(Scored(id_, question, gold, as_named(linking.linked, gold), len(linking.candidates), seconds,
                              linking.to_dict(shown=5)["candidates"], trace.llm_calls))

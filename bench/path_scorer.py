@@ -57,6 +57,7 @@ from kgqa.optimizers.labels import gold_labels, labeled_teacher  # noqa: E402
 from kgqa.optimizers.paths import label_trainset  # noqa: E402
 from kgqa.programs import KGQA, WalkConfig  # noqa: E402
 from kgqa.programs.baselines import SimilarityWalk  # noqa: E402
+from kgqa.programs.inspection import before_extraction  # noqa: E402
 from kgqa.programs.ranking import SCORED, scored_text  # noqa: E402
 from kgqa.programs.scorer import SETTINGS_FILE, PathScorer, ScorerGroup, ScorerSettings  # noqa: E402
 
@@ -76,7 +77,8 @@ def similarity_walks(bench, examples: list) -> list[ScorerGroup]:
     walker = SimilarityWalk(bench.kg, config=bench.walk(WalkConfig(depth=CWQ_FLOOR_DEPTH)))
     walks = []
     for ex in examples:
-        candidates = walker.before_extraction(ex.question, list(ex.topic_entities) or None)[0][:SCORED]
+        ranked, _ = before_extraction(walker, ex.question, list(ex.topic_entities) or None)
+        candidates = ranked.candidates[:SCORED] if ranked else []
         walks.append(ScorerGroup(ex.question, [scored_text(c) for c in candidates],
                                  [any(same_answer(c.label, a) for a in ex.answers) for c in candidates]))
     return walks

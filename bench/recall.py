@@ -37,6 +37,7 @@ from bench.path_scorer import paired as gained_lost  # noqa: E402
 from kgqa.evaluate.metrics import same_answer  # noqa: E402
 from kgqa.programs import WalkConfig  # noqa: E402
 from kgqa.programs.baselines import SimilarityWalk  # noqa: E402
+from kgqa.programs.inspection import before_extraction  # noqa: E402
 from kgqa.programs.ranking import SCORED  # noqa: E402
 from kgqa.programs.saving import load_program, read_settings  # noqa: E402
 
@@ -78,10 +79,9 @@ def walk_all(walker: SimilarityWalk, examples: list, within: dict[str, int]) -> 
     outcomes = []
     for ex in examples:
         started = time.perf_counter()
-        candidates, state = walker.before_extraction(ex.question, list(ex.topic_entities) or None)
-        shown = walker.extract_answers.choices(state.asking, candidates) if candidates else []
-        settled = (walker.extract_answers.skip(state.asking, candidates, shown, sure=walker.sure_at, reached=state.reached) or ""
-                   if candidates else "nothing reached")
+        ranked, _ = before_extraction(walker, ex.question, list(ex.topic_entities) or None)
+        candidates, shown = (ranked.candidates, ranked.shown) if ranked else ([], [])
+        settled = (ranked.settled or "") if candidates else "nothing reached"
         outcomes.append(Outcome(place([c.label for c in candidates], [c.label for c in shown], list(ex.answers),
                                       within=within[ex.id], hops=walker.config.depth), time.perf_counter() - started,
                                 settled.split(":")[0]))

@@ -53,6 +53,7 @@ from kgqa.lm.adapter import ConstrainedJSONAdapter  # noqa: E402
 from kgqa.lm.scripted import scripted_lm  # noqa: E402
 from kgqa.optimizers.labels import gold_among  # noqa: E402
 from kgqa.programs import WalkConfig  # noqa: E402
+from kgqa.programs.inspection import before_extraction  # noqa: E402
 from kgqa.programs.saving import load_program  # noqa: E402
 
 _HOP = re.compile(r"\bhop (\d+)")
@@ -143,7 +144,8 @@ def replay(program, examples: Sequence[dspy.Example], records: dict[str, dict]) 
             if not replayable(record):
                 continue
             decisions.use(record)
-            ranked, shown = program.ranked_choices(example.question, list(example.topic_entities) or None)
+            walked, _ = before_extraction(program, example.question, list(example.topic_entities) or None)
+            ranked, shown = ([c.label for c in walked.candidates], [c.label for c in walked.shown]) if walked else ([], [])
             before = record["trace"].get("candidates") or []
             results.append(Replayed(example.id, shown == before, gold_among(example, ranked), gold_among(example, shown),
                                     gold_among(example, before), len(ranked), gold_among(example, shown[:1]),

@@ -22,6 +22,7 @@ import dspy
 from kgqa.evaluate.metrics import gold_paths, gold_relation_paths, normalize, same_answer
 from kgqa.kg import Direction, KnowledgeGraph
 from kgqa.lm.scripted import scripted_lm
+from kgqa.programs.inspection import labeling_inputs, topic_choice_inputs
 from kgqa.programs.linking import is_topic
 from kgqa.programs.question import hop_kind
 from kgqa.programs.render import fact_names
@@ -226,7 +227,7 @@ def gold_labels(
     """Gold answers as demos of path answer extraction (up to `answers`) and of answer sufficiency
     (up to `sufficiency`, in pairs of one question), and as the path scorer's training walks (up to
     `scorer`), from one walk of each example by `program` under the gold-path `teacher`
-    (`KGQA.labeling_inputs`), until all three are full.
+    (`programs.inspection.labeling_inputs`), until all three are full.
     - Extraction: where the gold answer is among the candidates extraction is shown (two or more),
       the question, what it is shown and the gold candidate chosen. Questions whose gold answer the
       retrieval misses make no demo.
@@ -247,7 +248,7 @@ def gold_labels(
             wants_walk = len(labels.scorer) < scorer
             if not (wants_answer or wants_pair or wants_walk):
                 break
-            shown = program.labeling_inputs(ex.question, list(ex.topic_entities) or None)
+            shown = labeling_inputs(program, ex.question, list(ex.topic_entities) or None)
             if shown is None:
                 continue
             if wants_answer:
@@ -331,7 +332,7 @@ def topic_demos(program, examples: Sequence[dspy.Example], *, limit: int) -> lis
             break
         gold = {*(getattr(ex, "topic_entities", None) or ()), *(getattr(ex, "topic_names", None) or ())}
         question = ex.question.replace("[", "").replace("]", "")
-        shown = program.topic_choice_inputs(question) if gold else None
+        shown = topic_choice_inputs(program, question) if gold else None
         if not shown:
             continue
         meant = [label for label, c in zip(shown["candidate_entities"], shown["candidates"]) if is_topic(c, gold)]

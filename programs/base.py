@@ -88,7 +88,7 @@ class KGProgram(dspy.Module):
         its trace, and the walk ends with its reason where the block raises `Ended` or, unless
         `errors_end_it` is off, where the graph failed (`KGError`), the LM did not answer
         (`LMUnavailable`) or the deadline passed (`Cut`)."""
-        state = self._new_state(question, deadline=deadline)
+        state = self.new_state(question, deadline=deadline)
         with dspy.track_usage() as usage:
             try:
                 yield state
@@ -110,7 +110,7 @@ class KGProgram(dspy.Module):
         answers, paths = ([], []) if state.ledger.unanswered else self._answer(state)
         return dspy.Prediction(answers=answers, paths=paths, trace=self._trace(state))
 
-    def _new_state(self, question: str, *, deadline: Deadline | None = None) -> WalkState:
+    def new_state(self, question: str, *, deadline: Deadline | None = None) -> WalkState:
         """A question's walk state, on a view of the graph that counts its queries."""
         if self.kg is None:
             raise ValueError(f"{type(self).__name__} needs a knowledge graph: {type(self).__name__}(kg) or program.kg = kg")
@@ -156,8 +156,8 @@ class KGProgram(dspy.Module):
             topics = [Node(e, name=label) for label in bracketed for e in linked[label]]
         else:
             linking = self.linker.link(state.asking.question, self.names(kg), graph=kg)
-            linking.linked = self._choose_topics(state, linking)
-            state.trace.linking = linking.to_dict()
+            linking.linked = self.choose_topics_of(state, linking)
+            state.linking = linking
             topics = [Node(c.entity, name=c.name) for c in linking.linked]
         return topics, None if topics else "no entity of the question was found in the KG by its name"
 
@@ -165,7 +165,7 @@ class KGProgram(dspy.Module):
         """Where the linker finds the graph's names: with their sentence vectors when it was compiled with them."""
         return kg.name_index(encode=self.embedder.encode if self.linker.uses_vectors else None)
 
-    def _choose_topics(self, state: WalkState, linking: Linking) -> list[LinkCandidate]:
+    def choose_topics_of(self, state: WalkState, linking: Linking) -> list[LinkCandidate]:
         """The topic entities among the linker's candidates: here, the linker's own choice."""
         return linking.linked
 
@@ -228,5 +228,7 @@ class KGProgram(dspy.Module):
         trace.relation_path = [[h.relation, h.direction.value] for h in best.hops] if best else []
         trace.topic_entities, trace.topic_names = [t.id for t in asking.topics], [t.label for t in asking.topics]
         trace.dropped_selections, trace.dropped_examples = len(state.ledger.dropped), state.ledger.dropped[:10]
+        if state.linking is not None:
+            trace.linking = state.linking.to_dict()
         return trace
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import replace
 
 import dspy
 
@@ -53,9 +53,9 @@ from kgqa.programs.config import WalkConfig
 from kgqa.programs.deadline import Deadline
 from kgqa.programs.embedder import Embedder
 from kgqa.programs.linking import LinkCandidate, Linker, Linking
-from kgqa.programs.ranking import SCORED, Candidate, chain_words, rank, scored_order, scored_text
+from kgqa.programs.ranking import Ranked, chain_words, chains_spread, rank, scored_order
 from kgqa.programs.scorer import PathScorer
-from kgqa.programs.state import WalkState
+from kgqa.programs.state import Asking, Reach, WalkState
 from kgqa.programs.steps import (
     EntityPrune,
     Extraction,
@@ -69,34 +69,20 @@ from kgqa.programs.steps import (
     TopicChoice,
     ValueCheck,
 )
-from kgqa.programs.steps.calls import demo_topic
+from kgqa.programs.steps.extraction import settled
+from kgqa.programs.steps.reflection import DeadEnd
 from kgqa.programs.steps.relation_prune import named_relation
-from kgqa.programs.trace import StopReason, Trace, token_totals
+from kgqa.programs.steps.sufficiency import short
+from kgqa.programs.steps.topic_choice import TopicOptions
+from kgqa.programs.steps.value_check import Answers
+from kgqa.programs.trace import StopReason, Trace
 from kgqa.programs.trails import Hop, Trail
 from kgqa.programs.tuned import BEAM_TRAILS, NOT_GONE_ON, PRIOR_WEIGHT
 
 _LOGGED_RELATIONS, _LOGGED_EDGES = 12, 60  # per hop, in the trace's `walk`
 _LOGGED_PRIOR = 3  # the chain prior's heaviest chains, in the trace
 
-__all__ = ["KGQA", "SCORED", "Candidate", "scored_text"]
-
-
-@dataclass
-class Reached:
-    """What one hop reached, by relation label ('a -> b' through nameless nodes), its trace entry,
-    and, once the prune and the beam chose, each trail scored by that choice."""
-
-    by_label: dict[str, list[Trail]]
-    logged: dict
-    scored: dict[str, list[Trail]] = field(default_factory=dict)
-
-    @property
-    def labels(self) -> list[str]:
-        return sorted(self.by_label)
-
-    @property
-    def trails(self) -> list[Trail]:
-        return [t for trails in self.by_label.values() for t in trails]
+__all__ = ["KGQA"]
 
 
 class KGQA(KGProgram):
@@ -128,131 +114,69 @@ class KGQA(KGProgram):
                 answer: bool = True) -> dspy.Prediction:
         """The walk, step by step: answers, GCR-style reasoning paths and a trace of what each step did,
         what the walk spent and why it stopped. `answer=False` stops before path answer extraction and
-        gives the walk's `candidates` (best first) and its `state`, errors raised: what compiling labels."""
+        gives the walk's `ranked` candidates and its `state`, errors raised (`programs.inspection`)."""
         with self.walking(question, deadline=deadline, errors_end_it=answer) as state:
             ledger = state.ledger  # what the question spends: every step's outcome, calls and tokens
             if problem := question_problem(question, list(topic_entities) if topic_entities is not None else None):
                 raise Ended(StopReason.BAD_QUESTION, problem)
-            topics = self._topics(state, topic_entities)  # the given ids, or linked (with the topic choice); none ends it
-            state.asking = state.asking.knowing(topics)  # its words, read once
+            state.asking = state.asking.knowing(self._topics(state, topic_entities))  # given, or linked and chosen
             targets, conditions = self.plan.run(state.asking, ledger)  # what each hop reaches, what the answer satisfies
-            state.asking = asking = state.asking.planned(targets, conditions, votes=self._chain_votes(state))
+            state.asking = asking = state.asking.planned(targets, conditions, votes=self._chain_votes(state.asking))
             frontier, hops = self._start(state)
             while True:
-                while frontier and state.depth < hops and not ledger.budget_hit:
-                    reached = self._expand(state, frontier)  # every relation of the frontier, in one query
-                    if not reached.trails:  # a dead end: reflection, to resume from entities passed a hop before
-                        frontier = self.reflect.run(asking, ledger, frontier, seen=state.seen, depth=state.depth,
-                                                    made=state.trace.reflections)
-                        state.depth -= bool(frontier)  # the hop is taken again from them
-                        continue
-                    depth, last = state.depth, state.depth >= hops  # the plan's last hop: extraction chooses there
-                    chosen = self.prune_relations.run(asking, ledger, reached.labels, frontier, depth=depth, last=last)
-                    ahead = self._beam(state, reached, chosen, last=last)  # with the beam's relations
-                    kept = self.prune_entities.run(asking, ledger, ahead, depth=depth, last=last)  # entity prune
-                    frontier = self._go_on(state, reached, kept, last=last)
-                candidates = self._ranked(state)  # every end reached, ranked, then by the path scorer
-                shown = self.extract_answers.choices(asking, candidates)  # what extraction would be shown
-                settled = self.extract_answers.skip(asking, candidates, shown, sure=self.sure_at, reached=state.reached)
-                short = self.check_sufficiency.skip(asking, candidates, depth=state.depth, extensions=state.extensions)
-                state.facts = self.filter_facts.run(asking, ledger, shown, state.relations, settled=settled)
-                state.memory = self.update_memory.run(asking, ledger, candidates, state.reached, state.memory,
-                                                      short=short, settled=settled)
-                if not self.check_sufficiency.run(asking, ledger, candidates, depth=state.depth,
-                                                  extensions=state.extensions, notes=state.memory, skip=short):
+                self._walk(state, frontier, hops)  # hop by hop: retrieve, prune relations, prune entities
+                ranked = self._ranked(state)  # every end reached, ranked, and what that settles
+                state.facts = self.filter_facts.run(asking, ledger, ranked)
+                state.memory = self.update_memory.run(asking, ledger, ranked.knowing(notes=state.memory))
+                if not self.check_sufficiency.run(asking, ledger, ranked.knowing(notes=state.memory)):
                     break
-                frontier, hops = self._extend(state, candidates), hops + 1
+                frontier, hops = self._extend(state, ranked.candidates), hops + 1
             if not answer:
-                return dspy.Prediction(candidates=candidates, state=state)
-            if not candidates:
+                return dspy.Prediction(ranked=ranked, state=state)
+            if not ranked.candidates:
                 raise Ended(StopReason.DEAD_END)
-            state.trace.candidates, state.trace.first_share = [c.label for c in shown], shown[0].share
-            state.final, extracted = self.extract_answers.run(asking, ledger, candidates, shown, sure=self.sure_at,
-                                                              reached=state.reached, facts=state.facts, notes=state.memory,
-                                                              skip=settled)
-            state.final = self.value_check.run(asking, ledger, state.final, state.relations)  # where a value is compared
+            state.final, extracted = self.extract_answers.run(asking, ledger, ranked.knowing(notes=state.memory,
+                                                                                            facts=state.facts))
+            state.final = self.value_check.run(asking, ledger, Answers(state.final, state.relations))  # a value compared
             state.stop(StopReason.CHOSEN if extracted else StopReason.PLAN_DONE)
         return self.prediction(state)
 
-    def before_extraction(self, question: str, topic_entities: Sequence[str] | None = None) -> tuple[list[Candidate], WalkState | None]:
-        """The walk's candidates, best first, and its state, stopped before path answer extraction
-        (none on a bad question or unknown topics): what compiling labels and the benches rank."""
-        walk = self(question, topic_entities, answer=False)
-        return walk.get("candidates") or [], walk.get("state")
+    def _walk(self, state: WalkState, frontier: list[Trail], hops: int) -> None:
+        """Hop by hop from `frontier` until hop `hops`, nothing is left to go on from, or the LLM
+        budget is spent: every relation of the frontier retrieved in one query, the relations to go
+        on by (the prune's, then the beam's), the entities to go on from; at a dead end, reflection."""
+        asking, ledger = state.asking, state.ledger
+        while frontier and state.depth < hops and not ledger.budget_hit:
+            reach = self._expand(state, frontier, hops=hops)
+            if not reach.trails:
+                frontier = self._resume(state, reach)
+                continue
+            state.depth = reach.depth
+            reach = self._beam(state, reach, self.prune_relations.run(asking, ledger, reach))
+            frontier = self._go_on(state, reach, self.prune_entities.run(asking, ledger, reach))
 
-    def labeling_inputs(self, question: str, topic_entities: Sequence[str] | None = None) -> dict | None:
-        """What path answer extraction and answer sufficiency would be shown for `question` under the
-        current LM, from one walk; None when the walk reaches nothing. What compiling labels with the
-        gold answers (`optimizers.labels.gold_demos`):
-        - `extraction`: its inputs and the candidates' labels (`candidates`);
-        - `sufficiency`: the best paths it is shown once the walk has retrieved all it will
-          (`best_paths`), each one's end (`ends`) and the same path cut back to the last named entity
-          before its end (`cut_paths`; None where that is the topic entity): a path that ends at a
-          gold answer reaches it, the same path cut back stops a hop short;
-        - `scorer`: the first `SCORED` candidates in the order the walk ranks them, each as the path
-          scorer reads it (`paths`) and its label (`candidates`): what the path scorer is fitted on
-          (`optimizers.labels.gold_labels`), in the hand-set order while it is untrained."""
-        candidates, state = self.before_extraction(question, topic_entities)
-        if not candidates:
-            return None
-        asking = state.asking
-        best = candidates[: asking.config.sufficiency_shown]
-        choices = self.extract_answers.choices(asking, candidates)
-        topic = demo_topic(asking)
-        return {
-            "extraction": {"candidate_paths": [c.path for c in choices], "known_facts": list(state.facts),
-                           "memory_notes": list(state.memory), "candidates": [c.label for c in choices],
-                           "topic": topic},
-            "sufficiency": {"best_paths": [c.path for c in best], "ends": [c.label for c in best],
-                            "cut_paths": [render.plain_path(cut, phrase=asking.kg.profile.relation_phrase) if cut else None
-                                          for cut in (c.trail.cut_back() for c in best)],
-                            "topic": topic},
-            "scorer": {"paths": [scored_text(c) for c in candidates[:SCORED]], "candidates": [c.label for c in candidates[:SCORED]]},
-        }
-
-    def ranked_choices(self, question: str, topic_entities: Sequence[str] | None = None) -> tuple[list[str], list[str]]:
-        """Every candidate answer the walk reaches for `question` under the current LM, best first,
-        and the ones path answer extraction would be shown (labels): what `bench.replay` compares."""
-        candidates, state = self.before_extraction(question, topic_entities)
-        shown = self.extract_answers.choices(state.asking, candidates) if candidates else []
-        return [c.label for c in candidates], [c.label for c in shown]
-
-    def link_question(self, question: str) -> tuple[Linking, Trace]:
-        """A question without ids linked as the walk links it (the linker, then the topic choice),
-        with the trace of it (LLM calls, the choice's outcome): what `bench.linking` scores."""
-        state = self._new_state(question)
-        kg = state.asking.kg
-        linking = self.linker.link(question, self.names(kg), graph=kg)
-        with dspy.track_usage() as usage:
-            linking.linked = self._choose_topics(state, linking)
-        state.trace.input_tokens, state.trace.output_tokens = token_totals(usage)
-        return linking, state.trace
-
-    def topic_choice_inputs(self, question: str) -> dict | None:
-        """What the topic choice would be shown for `question` asked without ids (`candidate_entities`)
-        and the linker's candidates behind them (`candidates`); None when it would not be asked.
-        What compiling labels with the gold topic entities."""
-        asking = self._new_state(question).asking
-        plausible = self.linker.plausible(self.linker.link(question, self.names(asking.kg), graph=asking.kg))
-        if len(plausible) <= 1:
-            return None
-        return {"candidate_entities": self.choose_topics.labels(asking, plausible), "candidates": plausible}
+    def _resume(self, state: WalkState, reach: Reach) -> list[Trail]:
+        """At the dead end `reach`, reflection's entities passed a hop before, to take the same hop
+        again from; none ends the walk at this hop."""
+        frontier, state.reflections = self.reflect.run(state.asking, state.ledger,
+                                                       DeadEnd.of(reach, state.seen, state.reflections))
+        if not frontier:
+            state.depth = reach.depth
+        return frontier
 
     # -- the walk's parts without an LLM call ---------------------------------------------------
 
-    def _choose_topics(self, state: WalkState, linking: Linking) -> list[LinkCandidate]:
+    def choose_topics_of(self, state: WalkState, linking: Linking) -> list[LinkCandidate]:
         """The topic entities among the linker's candidates: the topic choice's (`TopicChoice`)."""
-        return self.choose_topics.run(state.asking, state.ledger, linking, self.linker.plausible(linking))
+        options = TopicOptions(linking.linked, self.linker.plausible(linking))
+        return self.choose_topics.run(state.asking, state.ledger, options)
 
-    def _chain_votes(self, state: WalkState) -> Votes:
+    def _chain_votes(self, asking: Asking) -> Votes:
         """The compiled chain prior's weights for this question's relation chains (`programs.chains`):
         none when the program was compiled without gold paths, or the prior is switched off."""
-        if not state.asking.config.chain_prior:
+        if not asking.config.chain_prior:
             return Votes()
-        votes = self.chain_prior.votes(state.asking.question, self.embedder.encode)
-        heaviest = sorted(votes.chains.items(), key=lambda item: -item[1])[:_LOGGED_PRIOR]
-        state.trace.prior_chains = [[" -> ".join(chain), round(weight, 3)] for chain, weight in heaviest]
-        return votes
+        return self.chain_prior.votes(asking.question, self.embedder.encode)
 
     def _start(self, state: WalkState) -> tuple[list[Trail], int]:
         """The first frontier (the topic entities, their relations fetched in one query) and the hops
@@ -262,14 +186,14 @@ class KGQA(KGProgram):
         floor = asking.config.min_depth or (2 if asking.kg.profile.step_through_unnamed else 1)
         return [Trail(topic) for topic in asking.topics], min(max(len(asking.hop_targets), floor), asking.config.depth)
 
-    def _expand(self, state: WalkState, frontier: list[Trail]) -> Reached:
-        """One hop: every relation of the frontier followed in one query (CVT nodes stepped through),
-        the trails reached grouped by relation label. At the plan's last hop, the chains by the
-        relation its target clearly names are kept (`state.named`)."""
-        state.depth += 1
+    def _expand(self, state: WalkState, frontier: list[Trail], *, hops: int) -> Reach:
+        """The next hop: every relation of the frontier followed in one query (CVT nodes stepped
+        through), the trails reached grouped by relation label. At the plan's last hop, the chains
+        by the relation its target clearly names are kept (`state.named`)."""
+        asking, depth = state.asking, state.depth + 1
         missing = [t.end.id for t in frontier if t.end.id not in state.relations and not t.end.literal]
         if missing:  # entities brought back by reflection or an extension
-            state.relations.update(state.asking.kg.relations(missing).items)
+            state.relations.update(asking.kg.relations(missing).items)
         steps = [(t, e, t.score) for t in frontier for e in self._onward(state, t, state.relations)]
         groups, around = self._follow(state, steps, more=True) if steps else ([], {})
         state.relations.update(around)
@@ -280,32 +204,30 @@ class KGQA(KGProgram):
                 trail = group.trail.extend(prefix + (Hop(group.edges[-1].relation, group.edges[-1].direction, node),), 1.0)
                 by_label[label].append(trail)
                 state.seen.setdefault(node.id, trail)
-        if state.depth == len(state.asking.hop_targets):  # the plan's last hop: does its target name one relation?
-            named = named_relation(state.asking, sorted(by_label), self.embedder, depth=state.depth)[1]
+        if depth == len(asking.hop_targets):  # the plan's last hop: does its target name one relation?
+            named = named_relation(asking, sorted(by_label), self.embedder, depth=depth)[1]
             state.named |= {t.chain for t in by_label.get(named, ())}
-        logged = {"depth": state.depth, "target": state.asking.hop_target(state.depth), "offered": sorted(by_label)[:_LOGGED_RELATIONS],
-                  "pruned": [], "chosen": [], "edges": []}
-        state.trace.walk.append(logged)
-        return Reached(dict(by_label), logged)
+        reach = Reach(depth, asking.hop_target(depth), depth >= hops, tuple(frontier), dict(by_label))
+        state.hops.append(reach)
+        return reach
 
-    def _beam(self, state: WalkState, reached: Reached, chosen: list[str], *, last: bool) -> list[Trail]:
-        """The trails the walk goes on by: the relation prune's choices (factor 1.0), then the other
-        relations most likely to lead to the answer (0.5), up to `beam_width` (retrieval breadth: a
-        poor choice loses no candidate the beam would find); the rest stay candidates at
-        `NOT_GONE_ON`. Most likely: by the compiled path scorer where there is one
+    def _beam(self, state: WalkState, reach: Reach, pruned: list[str]) -> Reach:
+        """The hop with the labels the walk goes on by: the relation prune's choices (factor 1.0),
+        then the other relations most likely to lead to the answer (0.5), up to `beam_width`
+        (retrieval breadth: a poor choice loses no candidate the beam would find); the rest stay
+        candidates at `NOT_GONE_ON`. Most likely: by the compiled path scorer where there is one
         (`_beam_scores`), else the chains most like the question, or beginning the chains that
         training questions like it went by. Nothing at the plan's last hop."""
-        if last:
-            return []
-        reached.logged["pruned"] = list(chosen)  # the relation prune's own choice; "chosen" adds the beam's
-        others = [label for label in reached.by_label if label not in chosen]
-        scores = self._beam_scores(state, {label: reached.by_label[label] for label in others}) if others else {}
-        filled = sorted(others, key=lambda label: (-scores[label], label))[: max(0, state.asking.config.beam_width - len(chosen))]
-        factors = {label: NOT_GONE_ON for label in reached.by_label} | {label: 1.0 for label in chosen} | {label: 0.5 for label in filled}
-        reached.logged["chosen"] = [label for label, factor in factors.items() if factor > NOT_GONE_ON]
-        reached.scored = {label: [Trail(t.topic, t.hops, t.score * factors[label]) for t in trails]
-                          for label, trails in reached.by_label.items()}
-        return [t for label in reached.logged["chosen"] for t in reached.scored[label]]
+        if reach.last:
+            return reach
+        others = [label for label in reach.by_label if label not in pruned]
+        scores = self._beam_scores(state, {label: reach.by_label[label] for label in others}) if others else {}
+        filled = sorted(others, key=lambda label: (-scores[label], label))[: max(0, state.asking.config.beam_width - len(pruned))]
+        factors = {label: NOT_GONE_ON for label in reach.by_label} | {label: 1.0 for label in pruned} | {label: 0.5 for label in filled}
+        scored = {label: [Trail(t.topic, t.hops, t.score * factors[label]) for t in trails] for label, trails in reach.by_label.items()}
+        chosen = tuple(label for label, factor in factors.items() if factor > NOT_GONE_ON)
+        state.hops[-1] = reach = replace(reach, pruned=tuple(pruned), chosen=chosen, scored=scored)
+        return reach
 
     def _beam_scores(self, state: WalkState, by_label: dict[str, list[Trail]]) -> dict[str, float]:
         """How likely each relation is to lead to the answer. With the path scorer: its best score
@@ -313,34 +235,30 @@ class KGQA(KGProgram):
         reads like one to an answer). Without: similarity of the chain's words to the question, plus
         the chain prior's weight for the chains it begins."""
         asking = state.asking
+        phrase = asking.kg.profile.relation_phrase
         if asking.config.path_scorer and self.path_scorer.trained:
-            state.trace.path_scorer = True
+            state.scorer_used = True
             trails = [(label, t) for label, reached in by_label.items() for t in reached[:BEAM_TRAILS]]
-            phrase = asking.kg.profile.relation_phrase
             scored = self.path_scorer.scores(asking.question, [render.plain_path(t, phrase=phrase) for _, t in trails])
             best: dict[str, float] = {}
             for (label, _), score in zip(trails, scored):
                 best[label] = max(best.get(label, score), score)
             return best
         labels = list(by_label)
-        phrase = asking.kg.profile.relation_phrase
         similar = self.embedder.similarities(asking.question, [chain_words(by_label[label][0].chain, phrase) for label in labels])
         return {label: s + PRIOR_WEIGHT * asking.votes.prefix(by_label[label][0].relations) for label, s in zip(labels, similar)}
 
-    def _go_on(self, state: WalkState, reached: Reached, kept: list[Trail], *, last: bool) -> list[Trail]:
-        """Every trail reached kept as a candidate, scored by the choice (but those the entity prune
-        ruled out by the question's conditions), and the next frontier: the entities kept (none
+    def _go_on(self, state: WalkState, reach: Reach, kept: list[Trail]) -> list[Trail]:
+        """Every trail the hop reached kept as a candidate, scored by the choice (but those the entity
+        prune ruled out by the question's conditions), and the next frontier: the entities kept (none
         after the plan's last hop)."""
-        if last:
-            reached.logged["edges"] = [_edge(t, True) for t in reached.trails[:_LOGGED_EDGES]]
-            state.reached += reached.trails
+        if reach.last:
+            state.hops[-1] = replace(reach, ruled_out=frozenset())
+            state.reached += reach.trails
             return []
-        ahead = {t.end.id for label in reached.logged["chosen"] for t in reached.scored[label]}
-        ruled_out = ahead - {t.end.id for t in kept}  # by the question's conditions: no candidate either
-        chosen = set(reached.logged["chosen"])
-        reached.logged["edges"] = [_edge(t, label in chosen and t.end.id not in ruled_out)
-                                   for label, trails in reached.by_label.items() for t in trails][:_LOGGED_EDGES]
-        state.reached += [t for trails in reached.scored.values() for t in trails if t.end.id not in ruled_out]
+        ruled_out = {t.end.id for t in reach.ahead} - {t.end.id for t in kept}  # by the conditions: no candidate either
+        state.hops[-1] = replace(reach, ruled_out=frozenset(ruled_out))
+        state.reached += [t for trails in reach.scored.values() for t in trails if t.end.id not in ruled_out]
         return self._frontier(state, kept)
 
     def _frontier(self, state: WalkState, trails: list[Trail]) -> list[Trail]:
@@ -351,15 +269,20 @@ class KGQA(KGProgram):
                 frontier[trail.end.id] = trail
         return list(frontier.values())[: state.asking.config.max_frontier]
 
-    def _ranked(self, state: WalkState) -> list[Candidate]:
-        """Every answer reached, in the hand-set order (`programs.ranking.rank`), then the first ones
-        in the compiled path scorer's where the program has one (`scored_order`)."""
-        candidates = rank(state.asking, state.reached, self.embedder, depth=state.depth, extensions=state.extensions,
+    def _ranked(self, state: WalkState) -> Ranked:
+        """Every answer reached, in the hand-set order (`programs.ranking.rank`), then the first ones in
+        the compiled path scorer's where the program has one (`scored_order`); the ones extraction is
+        shown; and, worked out once here, whether extraction and sufficiency have anything to decide."""
+        asking, config = state.asking, state.asking.config
+        candidates = rank(asking, state.reached, self.embedder, depth=state.depth, extensions=state.extensions,
                           named=state.named)
-        ordered = scored_order(state.asking, self.path_scorer, candidates)
-        if ordered and ordered[0].share is not None:
-            state.trace.path_scorer = True
-        return ordered
+        ordered = scored_order(asking, self.path_scorer, candidates)
+        state.scorer_used |= bool(ordered) and ordered[0].share is not None
+        shown = chains_spread(ordered, config.choices_shown, config.choices_per_chain)
+        state.ranked = Ranked(ordered, shown, list(state.reached), state.relations, state.depth, state.extensions,
+                              settled=settled(asking, shown, sure=self.sure_at),
+                              short=short(asking, ordered, depth=state.depth, extensions=state.extensions))
+        return state.ranked
 
     @property
     def sure_at(self) -> float | None:
@@ -367,7 +290,7 @@ class KGQA(KGProgram):
         extraction: the compiled one, unless the config sets it."""
         return self.path_scorer.sure_at if self.config.scorer_sure is None else self.config.scorer_sure
 
-    def _extend(self, state: WalkState, candidates: list[Candidate]) -> list[Trail]:
+    def _extend(self, state: WalkState, candidates: list) -> list[Trail]:
         """One hop more, as sufficiency asked: the frontier is every end of the best candidates'
         relation chains, best first."""
         state.extensions += 1
@@ -388,6 +311,29 @@ class KGQA(KGProgram):
                 if len(paths) < state.asking.config.answer_paths:
                     paths.append(render.gcr_path(trail, label))
         return answers[: state.asking.config.max_answers], paths
+
+    def _trace(self, state: WalkState) -> Trace:
+        """The trace, completed from the walk's state: each hop, the chain prior's heaviest votes, whether
+        the path scorer ordered anything, the reflections, and the candidates extraction was shown."""
+        trace = super()._trace(state)
+        trace.walk = [_hop_log(reach) for reach in state.hops]
+        heaviest = sorted(state.asking.votes.chains.items(), key=lambda item: -item[1])[:_LOGGED_PRIOR]
+        trace.prior_chains = [[" -> ".join(chain), round(weight, 3)] for chain, weight in heaviest]
+        trace.path_scorer, trace.reflections = state.scorer_used, state.reflections
+        if state.ranked is not None and state.ranked.shown:
+            trace.candidates = [c.label for c in state.ranked.shown]
+            trace.first_share = state.ranked.shown[0].share
+        return trace
+
+
+def _hop_log(reach: Reach) -> dict:
+    """A hop as the trace logs it: what it reached by, the prune's choice, the labels gone on by, and
+    its edges (once the walk went on), each with whether the walk went on from it."""
+    edges = [] if reach.ruled_out is None else [
+        _edge(t, reach.last or (label in reach.chosen and t.end.id not in reach.ruled_out))
+        for label, trails in reach.by_label.items() for t in trails][:_LOGGED_EDGES]
+    return {"depth": reach.depth, "target": reach.target, "offered": reach.labels[:_LOGGED_RELATIONS],
+            "pruned": list(reach.pruned), "chosen": list(reach.chosen), "edges": edges}
 
 
 def _edge(trail: Trail, kept: bool) -> list:

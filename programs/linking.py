@@ -294,7 +294,21 @@ class Linker:
         linker = cls._fitted(features, [q for part in folds for q in part], seed=seed)
         if linker is None:
             raise ValueError("linking needs training questions whose topic entities are both found and not found among the candidates")
-        tuned = []  # each fold scored by a model that never saw it, as a user's question will be
+        tuned = cls._held_out(features, folds, seed=seed)
+        if tuned:
+            linker.threshold, linker.common_threshold = max(
+                ((t, c) for t in THRESHOLDS for c in THRESHOLDS),
+                key=lambda pair: (linker._exact_rate(tuned, *pair), -abs(pair[0] - 0.5) - abs(pair[1] - 0.5)),
+            )
+        linker.stats = _count(rows, found)
+        return linker
+
+    @classmethod
+    def _held_out(cls, features: list[str], folds: list[list[tuple[set[str], list[LinkCandidate]]]], *,
+                  seed: int) -> list[tuple[set[str], list[LinkCandidate]]]:
+        """Each fold's questions, their candidates scored by a model fitted on the other folds (one
+        that never saw them, as a user's question will be), best first."""
+        tuned = []
         for held in range(FOLDS):
             scorer = cls._fitted(features, [q for i, part in enumerate(folds) if i != held for q in part], seed=seed)
             if scorer is None:  # (a handful of training questions) nothing to fit without this fold
@@ -303,13 +317,7 @@ class Linker:
                 for candidate in candidates:
                     candidate.score = scorer._score(candidate.features)
                 tuned.append((gold, sorted(candidates, key=lambda c: (-c.score, c.entity))))
-        if tuned:
-            linker.threshold, linker.common_threshold = max(
-                ((t, c) for t in THRESHOLDS for c in THRESHOLDS),
-                key=lambda pair: (linker._exact_rate(tuned, *pair), -abs(pair[0] - 0.5) - abs(pair[1] - 0.5)),
-            )
-        linker.stats = _count(rows, found)
-        return linker
+        return tuned
 
     @classmethod
     def _fitted(cls, features: list[str], questions: list[tuple[set[str], list[LinkCandidate]]], *, seed: int) -> Linker | None:

@@ -1,10 +1,11 @@
 """The candidate answers, ranked: every end the walk reached, each with its best trail, in the
 hand-set order (`rank`), then in the compiled path scorer's order where the program has one
-(`scored_order`). No LLM call."""
+(`scored_order`); the ones extraction is shown (`chains_spread`); and `Ranked`, what the steps that
+read the candidates are handed. No LLM call."""
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -15,8 +16,7 @@ from kgqa.programs.state import Asking
 from kgqa.programs.trails import Trail
 from kgqa.programs.tuned import PAIRS_PER_CHAIN, PLANNED_BONUS, PRIOR_WEIGHT, SCORED
 
-__all__ = ["SCORED", "Candidate", "chain_words", "rank", "scored_order", "scored_text"]
-
+__all__ = ["SCORED", "Candidate", "Ranked", "chain_words", "chains_spread", "rank", "scored_order", "scored_text"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,44 @@ class Candidate:
     # cut from retrieved paths they point the way a retriever walked, not always Freebase's way)
     named: bool = False
     share: float | None = None
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """The candidates once the walk's hops are done, and what that settles, worked out once where
+    it becomes known (`KGQA._ranked`): the one input of the steps that read the candidates (fact
+    filter, memory update, sufficiency, extraction). `settled`: why extraction has nothing to decide
+    (the first answers), None when it asks the model; `short`: why no hop can be added, None when
+    sufficiency asks. `facts` and `notes` are the fact filter's and memory update's, once known."""
+
+    candidates: list[Candidate]
+    shown: list[Candidate]  # what extraction chooses among, and the fact filter reads about
+    reached: list[Trail]  # every trail the walk reached: each chosen answer brings the other ends of its chain
+    relations: dict  # entity id -> the edges around it, as the walk fetched them
+    depth: int  # the hops walked
+    extensions: int  # of them past the plan
+    settled: str | None
+    short: str | None
+    facts: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def knowing(self, *, notes: list[str], facts: list[str] = ()) -> Ranked:
+        """The same candidates with memory update's `notes` (and the fact filter's `facts`)."""
+        return replace(self, notes=tuple(notes), facts=tuple(facts))
+
+
+def chains_spread(candidates: list[Candidate], shown: int, per_chain: int) -> list[Candidate]:
+    """The first `shown` candidates in rank order, taking at most `per_chain` ends of one relation
+    chain (directions and topic left out) before the other chains' candidates; the places left
+    are filled in rank order."""
+    taken: Counter[tuple[str, ...]] = Counter()
+    first, waiting = [], []
+    for c in candidates:
+        chain = c.trail.relations
+        (first if taken[chain] < per_chain else waiting).append(c)
+        taken[chain] += 1
+    picked = {id(c) for c in (first + waiting)[:shown]}
+    return [c for c in candidates if id(c) in picked]
 
 
 def rank(asking: Asking, reached: list[Trail], embedder: Embedder, *, depth: int, extensions: int,
@@ -54,16 +92,7 @@ def rank(asking: Asking, reached: list[Trail], embedder: Embedder, *, depth: int
     planned_depth = min(len(asking.hop_targets) + extensions, depth)
     named_chains = {chain for chain in named if len(chain) - 1 == planned_depth}  # the plan's last hop named its relation
     pruned_there = planned_depth < depth  # the plan's last hop was not the walk's: the relation prune chose there
-    by_chain: dict[tuple, list[Trail]] = defaultdict(list)
-    for trail in ends:
-        by_chain[trail.chain].append(trail)
-    chains = list(by_chain)
-    phrase = asking.kg.profile.relation_phrase
-    chain_scores = dict(zip(chains, embedder.similarities(asking.question, [chain_words(c, phrase) for c in chains])))
-    pairs = [t for chain in sorted(chains, key=lambda c: -chain_scores[c])[: config.max_candidates]
-             for t in by_chain[chain][:PAIRS_PER_CHAIN]]
-    with_names = embedder.similarities(asking.question, [f"{chain_words(t.chain, phrase)} : {render.node_label(t.end)}" for t in pairs])
-    pair_scores = {id(t): s for t, s in zip(pairs, with_names)}
+    chain_scores, pair_scores = _similarities(asking, ends, embedder)
     best: dict[str, tuple[float, Trail]] = {}
     topics: dict[str, dict[str, int]] = defaultdict(dict)  # label -> topic entity -> its fewest hops there
     for trail in ends:
@@ -78,9 +107,25 @@ def rank(asking: Asking, reached: list[Trail], embedder: Embedder, *, depth: int
             best[label] = (score, trail)
     meets = {label: sum(hops.values()) if len(hops) > 1 else 0 for label, hops in topics.items()}
     ranked = sorted(best, key=lambda label: (-len(topics[label]), meets[label], -best[label][0], label))
+    phrase = asking.kg.profile.relation_phrase
     return [Candidate(label, trail, len(topics[label]), meets[label], render.plain_path(trail, phrase=phrase),
                       named=trail.score >= 1.0 and trail.chain in named)
             for label in ranked for trail in [best[label][1]]]
+
+
+def _similarities(asking: Asking, ends: list[Trail], embedder: Embedder) -> tuple[dict[tuple, float], dict[int, float]]:
+    """Each chain's similarity to the question (its relations' words), and each trail's with its
+    answer's name, for the first `PAIRS_PER_CHAIN` trails of the `max_candidates` most similar chains."""
+    by_chain: dict[tuple, list[Trail]] = defaultdict(list)
+    for trail in ends:
+        by_chain[trail.chain].append(trail)
+    chains = list(by_chain)
+    phrase = asking.kg.profile.relation_phrase
+    chain_scores = dict(zip(chains, embedder.similarities(asking.question, [chain_words(c, phrase) for c in chains])))
+    pairs = [t for chain in sorted(chains, key=lambda c: -chain_scores[c])[: asking.config.max_candidates]
+             for t in by_chain[chain][:PAIRS_PER_CHAIN]]
+    with_names = embedder.similarities(asking.question, [f"{chain_words(t.chain, phrase)} : {render.node_label(t.end)}" for t in pairs])
+    return chain_scores, {id(t): s for t, s in zip(pairs, with_names)}
 
 
 def scored_order(asking: Asking, scorer: PathScorer, candidates: list[Candidate]) -> list[Candidate]:

@@ -190,25 +190,30 @@ class PathScorer:
         losses = []
         for epoch in range(settings.epochs):
             rng.shuffle(groups)
-            total = 0.0
-            for start in progress(range(0, len(groups), settings.batch_groups), desc=f"path scorer, epoch {epoch + 1} of {settings.epochs}",
-                                  unit="step"):
-                batch = groups[start:start + settings.batch_groups]
-                questions = [q for q, paths in batch for _ in paths]
-                paths = [p for _, paths in batch for p in paths]
-                loss = _batch_loss(scorer._batch_scores(read, head, questions, paths), batch)
-                optimizer.zero_grad()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(trained, 1.0)
-                optimizer.step()
-                schedule.step()
-                total += float(loss.detach()) * len(batch)
+            desc = f"path scorer, epoch {epoch + 1} of {settings.epochs}"
+            total = sum(scorer._step(groups[start:start + settings.batch_groups], read, head, (optimizer, schedule, trained))
+                        for start in progress(range(0, len(groups), settings.batch_groups), desc=desc, unit="step"))
             losses.append(round(total / len(groups), 4))
         encoder.eval()
         scorer._tuned = _tuned_state(encoder, head, settings.layers)
         scorer.report = FitReport(questions=len(useful), groups=len(groups), seconds=round(time.perf_counter() - started, 1),
                                   losses=losses)
         return scorer
+
+    def _step(self, batch: list, read: _Reader, head, training: tuple) -> float:
+        """One optimizer step on a batch of (question, paths) groups; the batch's summed loss."""
+        import torch
+
+        optimizer, schedule, trained = training
+        questions = [q for q, paths in batch for _ in paths]
+        paths = [p for _, paths in batch for p in paths]
+        loss = _batch_loss(self._batch_scores(read, head, questions, paths), batch)
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(trained, 1.0)
+        optimizer.step()
+        schedule.step()
+        return float(loss.detach()) * len(batch)
 
     # -- saving --------------------------------------------------------------------------------
 

@@ -6,14 +6,18 @@
 - `Ledger`: what the question spends and what is recorded of it (the trace, the deadline, the
   LLM-call budget, the model's dropped selections). Written by `LMCalls` (calls, tokens, failures)
   and `Step.run` (each step's outcome), and by the program's own bookkeeping; read by no step's logic.
-- `WalkState`: the walk's own data (depth, what it reached, the relations fetched, the facts and
-  notes kept, the answers). Only the program writes it; each step is handed the parts it reads.
+- `WalkState`: the walk's own data (depth, each hop's `Reach`, what it reached, the relations
+  fetched, the ranked candidates, the facts and notes kept, the answers). Only the program writes
+  it; each step is handed one typed input made from it, and the trace's account of the walk is
+  written from it once, at the end (`KGQA._trace`), never read back to steer the walk.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from kgqa.kg import KnowledgeGraph, Node
 from kgqa.programs.chains import Votes
@@ -23,9 +27,13 @@ from kgqa.programs.question import Question
 from kgqa.programs.trace import StopReason, Trace
 from kgqa.programs.trails import Trail
 
+if TYPE_CHECKING:
+    from kgqa.programs.linking import Linking
+    from kgqa.programs.ranking import Ranked
+
 log = logging.getLogger(__name__)
 
-__all__ = ["Asking", "Ledger", "WalkState"]
+__all__ = ["Asking", "Ledger", "Reach", "WalkState"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,37 @@ class Ledger:
     unanswered: bool = False  # the LM did not answer or the run was cut: no model decided the answers
 
 
+@dataclass(frozen=True)
+class Reach:
+    """One hop: the trails it went from (`frontier`) and what it reached, by relation label ('a -> b'
+    through nameless nodes). Once the relation prune and the beam chose: the prune's own choice
+    (`pruned`), every label the walk goes on by (`chosen`) and each trail scored by that choice
+    (`scored`); once the walk went on, the ends the entity prune ruled out (`ruled_out`, None before)."""
+
+    depth: int
+    target: str  # what the plan says this hop reaches
+    last: bool  # the plan's last hop: extraction chooses among its ends, nothing is pruned
+    frontier: tuple[Trail, ...]
+    by_label: Mapping[str, list[Trail]]
+    pruned: tuple[str, ...] = ()
+    chosen: tuple[str, ...] = ()
+    scored: Mapping[str, list[Trail]] = field(default_factory=dict)
+    ruled_out: frozenset[str] | None = None
+
+    @property
+    def labels(self) -> list[str]:
+        return sorted(self.by_label)
+
+    @property
+    def trails(self) -> list[Trail]:
+        return [t for trails in self.by_label.values() for t in trails]
+
+    @property
+    def ahead(self) -> list[Trail]:
+        """The trails by the labels the walk goes on by, scored by the choice: what the entity prune reads."""
+        return [t for label in self.chosen for t in self.scored[label]]
+
+
 @dataclass
 class WalkState:
     """One question's walk: what it is asking (`asking`, replaced as more is known), what it spent
@@ -90,14 +129,19 @@ class WalkState:
 
     asking: Asking
     ledger: Ledger = field(default_factory=Ledger)
-    depth: int = 0
+    linking: Linking | None = None  # a question without ids: what linking saw and chose
+    depth: int = 0  # the hops walked
     extensions: int = 0  # hops added past the plan, as sufficiency asked
+    reflections: int = 0  # dead ends the walk resumed from (or tried to), with reflection
+    hops: list[Reach] = field(default_factory=list)  # each hop, as far as it went
     seen: dict[str, Trail] = field(default_factory=dict)  # entity id -> the first trail that reached it
     reached: list[Trail] = field(default_factory=list)  # every trail the walk reached, at every depth: the candidates
     relations: dict = field(default_factory=dict)  # entity id -> the edges around it, as fetched so far
+    named: set = field(default_factory=set)  # chains by the relation the plan's last hop names, if one clearly
+    ranked: Ranked | None = None  # the candidates ranked, and what that settles
+    scorer_used: bool = False  # the compiled path scorer ordered candidates or the beam
     facts: list[str] = field(default_factory=list)  # the fact filter's kept facts
     memory: list[str] = field(default_factory=list)  # memory update's notes
-    named: set = field(default_factory=set)  # chains by the relation the plan's last hop names, if one clearly
     final: list[Trail] = field(default_factory=list)
 
     @property

@@ -68,15 +68,17 @@ def decide(
     best = max(range(len(relations)), key=scores.__getitem__)
     if scores[best] < min_similarity or not (shared[best] or hints[best] > 0):
         return None
-    relation = relations[best]
-    got = by_relation[relation]
+    kept = _kept(comparison, list(values), by_relation[relations[best]])
+    return (kept, relations[best]) if kept else None
+
+
+def _kept(comparison: Comparison, answers: list[str], got: Mapping[str, list]) -> list[str]:
+    """The answers whose values (`got`: answer -> its comparable values) meet the bound, or hold the extreme."""
     if comparison.bound is not None:
-        kept = [a for a in values if a in got and any(_meets(v, comparison.op, comparison.bound) for v in got[a])]
-    else:
-        pick = max if comparison.op == "max" else min
-        extreme = pick(pick(vs) for vs in got.values())
-        kept = [a for a in values if a in got and extreme in got[a]]
-    return (kept, relation) if kept else None
+        return [a for a in answers if a in got and any(_meets(v, comparison.op, comparison.bound) for v in got[a])]
+    pick = max if comparison.op == "max" else min
+    extreme = pick(pick(vs) for vs in got.values())
+    return [a for a in answers if a in got and extreme in got[a]]
 
 
 def _comparable(texts: Mapping[str, list[str]], comparison: Comparison) -> dict[str, list]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kgqa.programs import render
-from kgqa.programs.state import Asking, Ledger
+from kgqa.programs.state import Asking, Ledger, Reach
 from kgqa.programs.steps.step import LMStep, Outcome
 from kgqa.programs.trails import Trail
 from kgqa.signatures import PruneEntities
@@ -16,23 +16,24 @@ class EntityPrune(LMStep):
 
     name, usage, signature = "entity_prune", "prune_entities", PruneEntities
 
-    def skip(self, asking: Asking, trails: list[Trail], *, depth: int, last: bool) -> str | None:
-        """`trails`: what the hop's chosen relations reached; `depth`: the hop; `last`: the plan's last."""
-        if last:
-            return f"hop {depth} is the plan's last"
+    def skip(self, asking: Asking, given: Reach) -> str | None:
+        """`given.ahead`: what the hop's chosen relations reached."""
+        if given.last:
+            return f"hop {given.depth} is the plan's last"
         if not asking.config.entity_prune:
             return "switched off: every entity"
         if not asking.conditions:
             return "the plan sets no condition"
-        named = _named(trails)
+        named = _named(given.ahead)
         if len(named) <= asking.config.entities_per_relation:
             return f"{len(named)} entities to go on from"
         return None
 
-    def skipped(self, asking: Asking, trails: list[Trail], *, depth: int, last: bool) -> list[Trail]:
-        return trails
+    def skipped(self, asking: Asking, given: Reach) -> list[Trail]:
+        return given.ahead
 
-    def forward(self, asking: Asking, ledger: Ledger, trails: list[Trail], *, depth: int, last: bool) -> Outcome:
+    def forward(self, asking: Asking, ledger: Ledger, given: Reach) -> Outcome:
+        trails = given.ahead
         picked, fell_back = self.pick(
             asking, ledger, offered="candidate_entities", chosen="entities_to_keep", candidates=_named(trails),
             limit=asking.config.entities_per_relation, query=asking.query,

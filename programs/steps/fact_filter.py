@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kgqa.kg import Move
 from kgqa.programs import render
-from kgqa.programs.ranking import Candidate
+from kgqa.programs.ranking import Candidate, Ranked
 from kgqa.programs.state import Asking, Ledger
 from kgqa.programs.steps.step import LMStep, Outcome
 from kgqa.programs.tuned import VALUES_PER_FACT
@@ -15,25 +15,24 @@ class FactFilter(LMStep):
     """The facts about the candidates `shown` to extraction (their relations to values and named
     entities, one query) that bear on the question's conditions, at most `facts_kept`. Nothing to
     decide where the question sets no condition, or where extraction, the one step that reads the
-    facts, is skipped (`settled` says why). Falls back to the facts most like the question."""
+    facts, is skipped (`Ranked.settled` says why). Falls back to the facts most like the question."""
 
     name, usage, signature = "fact_filter", "filter_facts", FilterFacts
 
-    def skip(self, asking: Asking, shown: list[Candidate], relations: dict, *, settled: str | None) -> str | None:
-        """`relations`: the edges around each entity, as the walk fetched them."""
+    def skip(self, asking: Asking, given: Ranked) -> str | None:
         if not asking.config.fact_filter:
             return "switched off"
         if not asking.conditions and not asking.analysis.names_values:
             return "the question sets no condition"
-        if settled:
-            return f"no step reads the facts: extraction is skipped ({settled})"
+        if given.settled:
+            return f"no step reads the facts: extraction is skipped ({given.settled})"
         return None
 
-    def skipped(self, asking: Asking, shown: list[Candidate], relations: dict, *, settled: str | None) -> list[str]:
+    def skipped(self, asking: Asking, given: Ranked) -> list[str]:
         return []
 
-    def forward(self, asking: Asking, ledger: Ledger, shown: list[Candidate], relations: dict, *, settled: str | None) -> Outcome:
-        offered = self.facts(asking, shown, relations)
+    def forward(self, asking: Asking, ledger: Ledger, given: Ranked) -> Outcome:
+        offered = self.facts(asking, given.shown, given.relations)
         if not offered:
             return Outcome([], "skipped", "no facts about the candidates")
         if len(offered) == 1:

@@ -24,7 +24,7 @@ class Planning(LMStep):
 
     name, usage, signature = "plan", "plan", Plan
 
-    def forward(self, asking: Asking, ledger: Ledger) -> Outcome:
+    def forward(self, asking: Asking, ledger: Ledger, given: None = None) -> Outcome:
         depth = asking.config.depth
         signature = self.predict.signature.with_updated_fields(
             "hop_targets", type_=Annotated[list[str], pydantic.Field(min_length=1, max_length=depth)])
@@ -45,8 +45,8 @@ class DepthPlan(Step):
 
     name = "plan"
 
-    def skip(self, asking: Asking) -> str:
+    def skip(self, asking: Asking, given: None = None) -> str:
         return f"no LM: {asking.config.depth} hops"
 
-    def skipped(self, asking: Asking) -> tuple[list[str], list[str]]:
+    def skipped(self, asking: Asking, given: None = None) -> tuple[list[str], list[str]]:
         return [asking.question] * asking.config.depth, []

@@ -6,9 +6,8 @@ from kgqa.programs import render
 from kgqa.programs.config import WalkConfig
 from kgqa.programs.embedder import Embedder
 from kgqa.programs.question import hop_relation
-from kgqa.programs.state import Asking, Ledger
+from kgqa.programs.state import Asking, Ledger, Reach
 from kgqa.programs.steps.step import LMStep, Outcome
-from kgqa.programs.trails import Trail
 from kgqa.programs.tuned import CLEAR_MARGIN
 from kgqa.signatures import PruneRelations
 
@@ -21,31 +20,29 @@ class RelationPrune(LMStep):
 
     name, usage, signature = "relation_prune", "prune_relations", PruneRelations
 
-    def skip(self, asking: Asking, labels: list[str], frontier: list[Trail], *, depth: int, last: bool) -> str | None:
-        """`labels`: the relations the hop reached things by; `frontier`: the trails it went from;
-        `depth`: the hop; `last`: the plan's last."""
-        if last:
-            return f"hop {depth} is the plan's last: extraction chooses among its ends"
+    def skip(self, asking: Asking, given: Reach) -> str | None:
+        if given.last:
+            return f"hop {given.depth} is the plan's last: extraction chooses among its ends"
         if not asking.config.relation_prune:
             return "switched off: the chains most like the question"
-        if len(labels) <= 1:
-            return f"{len(labels)} relation reached"
+        if len(given.labels) <= 1:
+            return f"{len(given.labels)} relation reached"
         return None
 
-    def skipped(self, asking: Asking, labels: list[str], frontier: list[Trail], *, depth: int, last: bool) -> list[str]:
-        return [] if last or not asking.config.relation_prune else labels  # the one relation reached
+    def skipped(self, asking: Asking, given: Reach) -> list[str]:
+        return [] if given.last or not asking.config.relation_prune else given.labels  # the one relation reached
 
-    def forward(self, asking: Asking, ledger: Ledger, labels: list[str], frontier: list[Trail], *, depth: int, last: bool) -> Outcome:
-        target = asking.hop_target(depth)
-        ranked, named = named_relation(asking, labels, self.embedder, depth=depth)
+    def forward(self, asking: Asking, ledger: Ledger, given: Reach) -> Outcome:
+        depth = given.depth
+        ranked, named = named_relation(asking, given.labels, self.embedder, depth=depth)
         if named:
-            return Outcome([named], "skipped", f"the hop's target {target!r} names its relation")
+            return Outcome([named], "skipped", f"the hop's target {given.target!r} names its relation")
         hops = max(depth, len(asking.hop_targets))
         picked, fell_back = self.pick(
             asking, ledger, offered="candidate_relations", chosen="relations_to_follow", candidates=ranked,
-            limit=asking.config.relations_per_entity, query=f"{target} {asking.question}",
-            question=asking.question, plan=list(asking.hop_targets), hop=f"hop {depth} of {hops}: {target}",
-            entity=render.several([render.node_label(t.end) for t in frontier]),
+            limit=asking.config.relations_per_entity, query=f"{given.target} {asking.question}",
+            question=asking.question, plan=list(asking.hop_targets), hop=f"hop {depth} of {hops}: {given.target}",
+            entity=render.several([render.node_label(t.end) for t in given.frontier]),
         )
         return Outcome([label for label, _ in picked], "fell_back" if fell_back else "ran")
 

@@ -1,7 +1,7 @@
 """A step of the walk: one `dspy.Module` that says why it has nothing to decide, or decides.
 
-A step reads the question as the walk knows it (`Asking`, frozen) and the inputs it is handed, and
-nothing else. The walk runs each step through `Step.run`, which records the outcome in the
+A step reads the question as the walk knows it (`Asking`, frozen) and the one typed input it is
+handed (`given`: a hop's `Reach`, the `Ranked` candidates, ...), and nothing else. The walk runs each step through `Step.run`, which records the outcome in the
 question's `Ledger` (ran; skipped, and why; fell back, and why; what the step shows of its work)
 and counts the fallbacks, so no step keeps its own bookkeeping. An `LMStep` holds its one
 predictor (`predict`) and asks the LM through the program's `LMCalls`, which count the call in
@@ -10,7 +10,6 @@ the ledger."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from types import EllipsisType
 from typing import Any, ClassVar
 
 import dspy
@@ -38,29 +37,26 @@ class Outcome:
 
 
 class Step(dspy.Module):
-    """One step of the walk. `skip` says why it has nothing to decide for its inputs (None: it
+    """One step of the walk. `skip` says why it has nothing to decide for its input (None: it
     decides), `skipped` is what it gives then, and `forward` decides, returning an `Outcome`; the
-    three take the same inputs, and `forward` the ledger its LM calls are counted in too."""
+    three take the same input (`given`: one typed value, None for a step that reads only the
+    question), and `forward` the ledger its LM calls are counted in too."""
 
     name: ClassVar[str]  # the step's name in the trace and in `WalkConfig`'s switches
 
-    def skip(self, asking: Asking, *inputs: Any, **options: Any) -> str | None:
+    def skip(self, asking: Asking, given: Any) -> str | None:
         return None
 
-    def skipped(self, asking: Asking, *inputs: Any, **options: Any) -> Any:
+    def skipped(self, asking: Asking, given: Any) -> Any:
         raise NotImplementedError
 
-    def forward(self, asking: Asking, ledger: Ledger, *inputs: Any, **options: Any) -> Outcome:
+    def forward(self, asking: Asking, ledger: Ledger, given: Any) -> Outcome:
         raise NotImplementedError
 
-    def run(self, asking: Asking, ledger: Ledger, *inputs: Any, skip: str | None | EllipsisType = ..., **options: Any) -> Any:
-        """The step's value for `inputs`, its outcome recorded in the `ledger`'s trace. `skip`: the
-        reason `self.skip` gave for these inputs, where the walk already asked."""
-        why = self.skip(asking, *inputs, **options) if skip is ... else skip
-        if why is not None:
-            outcome = Outcome(self.skipped(asking, *inputs, **options), "skipped", why)
-        else:
-            outcome = self(asking, ledger, *inputs, **options)
+    def run(self, asking: Asking, ledger: Ledger, given: Any = None) -> Any:
+        """The step's value for `given`, its outcome recorded in the `ledger`'s trace."""
+        why = self.skip(asking, given)
+        outcome = Outcome(self.skipped(asking, given), "skipped", why) if why is not None else self(asking, ledger, given)
         if outcome.status == "fell_back":
             ledger.trace.fallbacks += 1
         ledger.trace.record(self.name, outcome.status, outcome.why)

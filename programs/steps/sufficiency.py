@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kgqa.programs.ranking import Candidate
+from kgqa.programs.ranking import Candidate, Ranked
 from kgqa.programs.state import Asking, Ledger
 from kgqa.programs.steps.step import LMStep, Outcome
 from kgqa.signatures import CheckSufficiency
@@ -11,35 +11,37 @@ from kgqa.signatures import CheckSufficiency
 class Sufficiency(LMStep):
     """True (walk one hop further) only when the model says the best `sufficiency_shown` paths stop
     short and the walk may still go deeper. Nothing to decide where the walk cannot or need not go
-    further. Falls back to the plan's hops."""
+    further (`short`, worked out with the ranking). Falls back to the plan's hops."""
 
     name, usage, signature = "sufficiency", "check_sufficiency", CheckSufficiency
 
-    def skip(self, asking: Asking, candidates: list[Candidate], *, depth: int, extensions: int,
-             notes: list[str] = ()) -> str | None:
-        """`depth`: the hops walked, `extensions` of them past the plan; `notes`: memory update's."""
-        config = asking.config
-        if not config.sufficiency:
-            return "switched off: the plan's hops only"
-        if not candidates:
-            return "nothing reached"
-        if depth >= config.depth or extensions >= config.max_extensions:
-            return "no hop left to add"
-        if depth > len(asking.hop_targets):
-            return "the walk already retrieved a hop past the plan"
-        if candidates[0].named:
-            return "the best path ends by the relation the plan's last hop names"
-        return None
+    def skip(self, asking: Asking, given: Ranked) -> str | None:
+        return given.short
 
-    def skipped(self, asking: Asking, candidates: list[Candidate], *, depth: int, extensions: int,
-                notes: list[str] = ()) -> bool:
+    def skipped(self, asking: Asking, given: Ranked) -> bool:
         return False
 
-    def forward(self, asking: Asking, ledger: Ledger, candidates: list[Candidate], *, depth: int, extensions: int,
-                notes: list[str] = ()) -> Outcome:
-        out = self.ask(asking, ledger, question=asking.question, memory_notes=list(notes),
-                       best_paths=[c.path for c in candidates[: asking.config.sufficiency_shown]])
+    def forward(self, asking: Asking, ledger: Ledger, given: Ranked) -> Outcome:
+        out = self.ask(asking, ledger, question=asking.question, memory_notes=list(given.notes),
+                       best_paths=[c.path for c in given.candidates[: asking.config.sufficiency_shown]])
         verdict = getattr(out, "evidence_sufficient", None) if out is not None else None
         if not isinstance(verdict, bool):
             return Outcome(False, "fell_back", "no usable verdict: the plan's hops only")
         return Outcome(not verdict, "ran", "sufficient" if verdict else "one hop short")
+
+
+def short(asking: Asking, candidates: list[Candidate], *, depth: int, extensions: int) -> str | None:
+    """Why sufficiency has nothing to decide: the walk cannot or need not go further; None when it
+    asks the model. `depth`: the hops walked, `extensions` of them past the plan."""
+    config = asking.config
+    if not config.sufficiency:
+        return "switched off: the plan's hops only"
+    if not candidates:
+        return "nothing reached"
+    if depth >= config.depth or extensions >= config.max_extensions:
+        return "no hop left to add"
+    if depth > len(asking.hop_targets):
+        return "the walk already retrieved a hop past the plan"
+    if candidates[0].named:
+        return "the best path ends by the relation the plan's last hop names"
+    return None

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from kgqa.programs.linking import LinkCandidate, Linking
+from kgqa.programs.linking import LinkCandidate
 from kgqa.programs.state import Asking, Ledger
 from kgqa.programs.steps.step import LMStep, Outcome
 from kgqa.programs.tuned import RELATIONS_SHOWN
 from kgqa.signatures import ChooseTopicEntities
+
+
+@dataclass(frozen=True)
+class TopicOptions:
+    """What the topic choice chooses among: the linker's choice (`linked`) and the candidates as
+    plausible as it (`plausible`: `Linker.plausible`)."""
+
+    linked: list[LinkCandidate]
+    plausible: list[LinkCandidate]
 
 
 class TopicChoice(LMStep):
@@ -20,23 +30,23 @@ class TopicChoice(LMStep):
 
     name, usage, signature = "topic_choice", "choose_topics", ChooseTopicEntities
 
-    def skip(self, asking: Asking, linking: Linking, plausible: list[LinkCandidate]) -> str | None:
+    def skip(self, asking: Asking, given: TopicOptions) -> str | None:
         if not asking.config.topic_choice:
             return "switched off: the linker's choice"
-        if len(plausible) <= 1:
-            return f"{len(plausible)} plausible candidate: the linker's choice"
+        if len(given.plausible) <= 1:
+            return f"{len(given.plausible)} plausible candidate: the linker's choice"
         return None
 
-    def skipped(self, asking: Asking, linking: Linking, plausible: list[LinkCandidate]) -> list[LinkCandidate]:
-        return linking.linked
+    def skipped(self, asking: Asking, given: TopicOptions) -> list[LinkCandidate]:
+        return given.linked
 
-    def forward(self, asking: Asking, ledger: Ledger, linking: Linking, plausible: list[LinkCandidate]) -> Outcome:
-        labels = self.labels(asking, plausible)
+    def forward(self, asking: Asking, ledger: Ledger, given: TopicOptions) -> Outcome:
+        labels = self.labels(asking, given.plausible)
         kept = self.choose(asking, ledger, chosen="entities_meant", candidates=labels, limit=asking.config.topics_chosen,
                            question=asking.question, candidate_entities=labels)
         if not kept:
-            return Outcome(linking.linked, "fell_back", "no usable choice: the linker's")
-        return Outcome([plausible[labels.index(label)] for label in kept])
+            return Outcome(given.linked, "fell_back", "no usable choice: the linker's")
+        return Outcome([given.plausible[labels.index(label)] for label in kept])
 
     def labels(self, asking: Asking, candidates: Sequence[LinkCandidate]) -> list[str]:
         """Each candidate as the topic choice reads it, 'name (matched words): relations', with the

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 
 from kgqa.kg import Direction, Edge, Move
 from kgqa.programs import render, values
@@ -12,6 +13,15 @@ from kgqa.programs.state import Asking, Ledger
 from kgqa.programs.steps.step import Outcome, Step
 from kgqa.programs.trails import Trail
 from kgqa.programs.tuned import VALUED_ANSWERS
+
+
+@dataclass(frozen=True)
+class Answers:
+    """The extracted answers' trails, and the edges around each entity as the walk fetched them
+    (the answers' own are fetched and added)."""
+
+    trails: list[Trail]
+    relations: dict
 
 
 class ValueCheck(Step):
@@ -30,23 +40,22 @@ class ValueCheck(Step):
         super().__init__()
         self.embedder = embedder
 
-    def skip(self, asking: Asking, answers: list[Trail], relations: dict) -> str | None:
-        """`answers`: the extracted answers' trails; `relations`: the edges around each entity, as
-        the walk fetched them (the answers' own are fetched and added)."""
+    def skip(self, asking: Asking, given: Answers) -> str | None:
         if not asking.config.value_check:
             return "switched off"
         comparison = asking.analysis.comparison
         if comparison is None:
             return "the question compares no value"
-        if len(_valued(answers)) < _needed(comparison):
+        if len(_valued(given.trails)) < _needed(comparison):
             return "fewer answers than the comparison needs"
         return None
 
-    def skipped(self, asking: Asking, answers: list[Trail], relations: dict) -> list[Trail]:
-        return answers
+    def skipped(self, asking: Asking, given: Answers) -> list[Trail]:
+        return given.trails
 
-    def forward(self, asking: Asking, ledger: Ledger, answers: list[Trail], relations: dict) -> Outcome:
+    def forward(self, asking: Asking, ledger: Ledger, given: Answers) -> Outcome:
         comparison, profile = asking.analysis.comparison, asking.kg.profile
+        answers, relations = given.trails, given.relations
         first = _valued(answers)
         trails = list(first.values())
         found = self._values(asking, trails, relations)

@@ -573,13 +573,6 @@ def test_a_question_without_ids_has_its_topic_chosen_among_plausible_candidates(
     assert statuses(pred.trace)["topic_choice"] == ["skipped: switched off: the linker's choice"]
 
 
-def test_a_question_is_linked_alone_as_the_walk_links_it(kg):
-    lm = oracle([], entities_meant=lambda i: {"entities_meant": [c for c in i["candidate_entities"] if c.startswith("Australia")]})
-    with dspy.context(lm=lm):
-        linking, trace = KGQA(kg, config=WalkConfig(topic_choice=True)).link_question("What is the capital of Austria?")
-    assert [c.name for c in linking.linked] == ["Australia"] and trace.llm_calls == 1 and calls(lm) == ["entities_meant"]
-
-
 def test_one_plausible_topic_needs_no_choice(kg):
     lm = oracle(["film.film.directed_by"])
     pred = ask(kg, lm, "Who directed Pulp Fiction?", topic_choice=True)
@@ -604,7 +597,7 @@ def test_extraction_is_shown_other_chains_than_the_one_with_most_ends(tmp_path):
 def test_chains_spread_keeps_rank_order_and_fills_the_places_left():
     from kgqa.kg import Node
     from kgqa.programs.ranking import Candidate
-    from kgqa.programs.steps.extraction import chains_spread
+    from kgqa.programs.ranking import chains_spread
     from kgqa.programs.trails import Hop, Trail
 
     def candidate(label: str, relation: str) -> Candidate:

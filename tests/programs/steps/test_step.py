@@ -35,13 +35,11 @@ def test_run_gives_the_steps_value_and_records_ran_skipped_or_fell_back_with_why
                                  {"step": "halve", "status": "fell_back", "why": "a negative number: zero"}]
 
 
-def test_run_writes_the_trace_fields_a_step_fills_and_takes_a_skip_reason_already_asked(kg):
+def test_run_writes_the_trace_fields_a_step_fills(kg):
     asking, ledger, step = Asking("q?", kg, WalkConfig()), Ledger(), Halve()
     assert step.run(asking, ledger, 6) == 3.0 and ledger.trace.facts == ["6 / 2"]  # written by the wrapper, not the step
-    assert step.run(asking, ledger, 0, skip=None) == 0.0  # the walk asked already: nothing to skip, so it decides
-    assert step.run(asking, ledger, 8, skip="asked before") == 8 and ledger.trace.facts == ["0 / 2"]  # skipped: no trace field
-    assert [(s["status"], s["why"]) for s in ledger.trace.steps] == [
-        ("ran", "6 halved"), ("ran", "0 halved"), ("skipped", "asked before")]
+    assert step.run(asking, ledger, 0) == 0 and ledger.trace.facts == ["6 / 2"]  # skipped: no trace field
+    assert [(s["status"], s["why"]) for s in ledger.trace.steps] == [("ran", "6 halved"), ("skipped", "zero")]
 
 
 def test_an_outcome_has_one_of_three_statuses():
