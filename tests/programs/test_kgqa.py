@@ -596,8 +596,7 @@ def test_extraction_is_shown_other_chains_than_the_one_with_most_ends(tmp_path):
 
 def test_chains_spread_keeps_rank_order_and_fills_the_places_left():
     from kgqa.kg import Node
-    from kgqa.programs.ranking import Candidate
-    from kgqa.programs.ranking import chains_spread
+    from kgqa.programs.ranking import Candidate, chains_spread
     from kgqa.programs.trails import Hop, Trail
 
     def candidate(label: str, relation: str) -> Candidate:
