@@ -53,7 +53,7 @@ from kgqa.programs.config import WalkConfig
 from kgqa.programs.deadline import Deadline
 from kgqa.programs.embedder import Embedder
 from kgqa.programs.linking import LinkCandidate, Linker, Linking
-from kgqa.programs.ranking import Ranked, chain_words, chains_spread, rank, scored_order
+from kgqa.programs.ranking import Ranked, chain_words, chains_spread, named_relation, rank, scored_order
 from kgqa.programs.scorer import PathScorer
 from kgqa.programs.state import Asking, Reach, WalkState
 from kgqa.programs.steps import (
@@ -71,7 +71,6 @@ from kgqa.programs.steps import (
 )
 from kgqa.programs.steps.extraction import settled
 from kgqa.programs.steps.reflection import DeadEnd
-from kgqa.programs.steps.relation_prune import named_relation
 from kgqa.programs.steps.sufficiency import short
 from kgqa.programs.steps.topic_choice import TopicOptions
 from kgqa.programs.steps.value_check import Answers
@@ -189,7 +188,8 @@ class KGQA(KGProgram):
     def _expand(self, state: WalkState, frontier: list[Trail], *, hops: int) -> Reach:
         """The next hop: every relation of the frontier followed in one query (CVT nodes stepped
         through), the trails reached grouped by relation label. At the plan's last hop, the chains
-        by the relation its target clearly names are kept (`state.named`)."""
+        by the relation its target clearly names are kept (`state.named`); every hop's
+        relations are ranked by the relation its target names, once (`Reach.ranked`, `Reach.named`)."""
         asking, depth = state.asking, state.depth + 1
         missing = [t.end.id for t in frontier if t.end.id not in state.relations and not t.end.literal]
         if missing:  # entities brought back by reflection or an extension
@@ -204,10 +204,10 @@ class KGQA(KGProgram):
                 trail = group.trail.extend(prefix + (Hop(group.edges[-1].relation, group.edges[-1].direction, node),), 1.0)
                 by_label[label].append(trail)
                 state.seen.setdefault(node.id, trail)
-        if depth == len(asking.hop_targets):  # the plan's last hop: does its target name one relation?
-            named = named_relation(asking, sorted(by_label), self.embedder, depth=depth)[1]
+        ranked, named = named_relation(asking, sorted(by_label), self.embedder, depth=depth)
+        if depth == len(asking.hop_targets):  # the plan's last hop: its candidates by the relation it names
             state.named |= {t.chain for t in by_label.get(named, ())}
-        reach = Reach(depth, asking.hop_target(depth), depth >= hops, tuple(frontier), dict(by_label))
+        reach = Reach(depth, asking.hop_target(depth), depth >= hops, tuple(frontier), dict(by_label), tuple(ranked), named)
         state.hops.append(reach)
         return reach
 

@@ -1,7 +1,8 @@
 """The candidate answers, ranked: every end the walk reached, each with its best trail, in the
 hand-set order (`rank`), then in the compiled path scorer's order where the program has one
 (`scored_order`); the ones extraction is shown (`chains_spread`); and `Ranked`, what the steps that
-read the candidates are handed. No LLM call."""
+read the candidates are handed; and the relations a hop reached, by the one its target names
+(`named_relation`). No LLM call."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from kgqa.programs import render
+from kgqa.programs.config import WalkConfig
 from kgqa.programs.embedder import Embedder
 from kgqa.programs.scorer import PathScorer
 from kgqa.programs.state import Asking
 from kgqa.programs.trails import Trail
-from kgqa.programs.tuned import PAIRS_PER_CHAIN, PLANNED_BONUS, PRIOR_WEIGHT, SCORED
+from kgqa.programs.tuned import CLEAR_MARGIN, PAIRS_PER_CHAIN, PLANNED_BONUS, PRIOR_WEIGHT, SCORED
 
-__all__ = ["SCORED", "Candidate", "Ranked", "chain_words", "chains_spread", "rank", "scored_order", "scored_text"]
+__all__ = ["SCORED", "Candidate", "Ranked", "chain_words", "chains_spread", "named_relation", "rank", "scored_order", "scored_text"]
 
 
 @dataclass(frozen=True)
@@ -152,3 +154,25 @@ def chain_words(chain: tuple[str, ...], phrase: Callable[[str], str]) -> str:
     """A chain's relations as words for similarity, each as the graph's profile `phrase`s it:
     ('x', 'sports.mascot.team') -> 'mascot team'."""
     return " ; ".join(phrase(relation) for relation in chain[1:])
+
+
+def named_relation(asking: Asking, labels: list[str], embedder: Embedder, *, depth: int) -> tuple[list[str], str | None]:
+    """The relations ranked by similarity to hop `depth`'s target, and the one it clearly names
+    ("movie (directed by)" -> directed_by), if one is similar enough and ahead of the next. A
+    target that spells its relation words in parentheses is compared by them ("movie (written
+    by)": "written by", not the "movie" that directed_by fits as well), and a target names a
+    relation, not its direction: directions are left out of the comparison."""
+    words = [asking.kg.profile.relation_words(label.replace(" (reverse)", "")) for label in labels]
+    scores = dict(zip(labels, embedder.similarities(asking.hop_relation(depth), words)))
+    ranked = sorted(labels, key=lambda label: (-scores[label], label))
+    return ranked, ranked[0] if _clear(ranked, scores, asking.config) else None
+
+
+def _clear(ranked: list[str], scores: dict[str, float], config: WalkConfig) -> bool:
+    """The best candidate is similar enough to the target, and far enough ahead of the next (a lone
+    relation has none to be ahead of: "year (release year)" names the one release_year reached)."""
+    if not ranked:
+        return False
+    best = scores[ranked[0]]
+    second = scores[ranked[1]] if len(ranked) > 1 else -1.0
+    return best >= config.clear_similarity and best - second >= CLEAR_MARGIN

@@ -23,7 +23,7 @@ from kgqa.kg import KnowledgeGraph, Node
 from kgqa.programs.chains import Votes
 from kgqa.programs.config import WalkConfig
 from kgqa.programs.deadline import Deadline
-from kgqa.programs.question import Question
+from kgqa.programs.question import Question, hop_relation
 from kgqa.programs.trace import StopReason, Trace
 from kgqa.programs.trails import Trail
 
@@ -48,6 +48,7 @@ class Asking:
     topics: tuple[Node, ...] = ()
     analysis: Question | None = None
     hop_targets: tuple[str, ...] = ()  # the plan: what each hop reaches
+    hop_relations: tuple[str, ...] = ()  # the relation words each hop's target names ("movie (written by)": "written by")
     conditions: tuple[str, ...] = ()  # the plan: what the answer must satisfy
     votes: Votes = field(default_factory=Votes)  # what the nearest training questions say of relation chains
 
@@ -56,8 +57,10 @@ class Asking:
         return replace(self, topics=tuple(topics), analysis=Question(self.question, tuple(t.label for t in topics)))
 
     def planned(self, hop_targets: list[str], conditions: list[str], *, votes: Votes | None = None) -> Asking:
-        """The question with its plan, and the chain prior's `votes` for it where there are any."""
-        return replace(self, hop_targets=tuple(hop_targets), conditions=tuple(conditions), votes=votes or Votes())
+        """The question with its plan (each hop's relation words read once), and the chain prior's
+        `votes` for it where there are any."""
+        return replace(self, hop_targets=tuple(hop_targets), hop_relations=tuple(hop_relation(t) for t in hop_targets),
+                       conditions=tuple(conditions), votes=votes or Votes())
 
     @property
     def topic_ids(self) -> set[str]:
@@ -76,6 +79,10 @@ class Asking:
     def hop_target(self, depth: int) -> str:
         """What the plan says hop `depth` reaches ('one hop further' past a plan found short)."""
         return self.hop_targets[depth - 1] if depth <= len(self.hop_targets) else "one hop further"
+
+    def hop_relation(self, depth: int) -> str:
+        """The relation words hop `depth`'s target names (its kind where it spells none)."""
+        return self.hop_relations[depth - 1] if depth <= len(self.hop_relations) else self.hop_target(depth)
 
 
 @dataclass
@@ -96,13 +103,18 @@ class Reach:
     """One hop: the trails it went from (`frontier`) and what it reached, by relation label ('a -> b'
     through nameless nodes). Once the relation prune and the beam chose: the prune's own choice
     (`pruned`), every label the walk goes on by (`chosen`) and each trail scored by that choice
-    (`scored`); once the walk went on, the ends the entity prune ruled out (`ruled_out`, None before)."""
+    (`scored`); once the walk went on, the ends the entity prune ruled out (`ruled_out`, None before).
+    `ranked`: the labels most like the relation the target names first; `named`: the one it clearly
+    names, if one does (the relation prune takes it, and at the plan's last hop the candidates by it
+    answer without a call)."""
 
     depth: int
     target: str  # what the plan says this hop reaches
     last: bool  # the plan's last hop: extraction chooses among its ends, nothing is pruned
     frontier: tuple[Trail, ...]
     by_label: Mapping[str, list[Trail]]
+    ranked: tuple[str, ...] = ()
+    named: str | None = None
     pruned: tuple[str, ...] = ()
     chosen: tuple[str, ...] = ()
     scored: Mapping[str, list[Trail]] = field(default_factory=dict)

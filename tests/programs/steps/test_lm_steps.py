@@ -59,10 +59,11 @@ def candidate(topic: str, *hops: tuple[str, str], topics: int = 1, meets: int = 
     return Candidate(t.end.name, t, topics, meets, " -> ".join([topic, *(f"{r} -> {e}" for r, e in hops)]))
 
 
-def hop(frontier: list[Trail], labels=(), *, ahead=(), depth: int = 1, last: bool = False) -> Reach:
-    """A hop as the prunes read it: the relations it reached things by, and the trails gone on by."""
+def hop(frontier: list[Trail], labels=(), *, ahead=(), depth: int = 1, last: bool = False, named: str | None = None) -> Reach:
+    """A hop as the prunes read it: the relations it reached things by (ranked as given, `named` the one
+    its target names), and the trails gone on by."""
     by_label = {label: [] for label in labels} | ({"chosen": list(ahead)} if ahead else {})
-    return Reach(depth, "hop 1", last, tuple(frontier), by_label, chosen=("chosen",) if ahead else (),
+    return Reach(depth, "hop 1", last, tuple(frontier), by_label, tuple(labels), named, chosen=("chosen",) if ahead else (),
                  scored={"chosen": list(ahead)} if ahead else {})
 
 
@@ -105,10 +106,18 @@ def test_the_relation_prune_has_nothing_to_decide_at_the_last_hop_or_for_one_rel
     assert prune.run(asking, ledger, hop(frontier, ["a.b.c"])) == ["a.b.c"]
     switched_off = asked(program.kg, relation_prune=False)
     assert prune.run(switched_off, ledger, hop(frontier, ["a.b.c", "a.b.d"])) == []  # the beam goes on by the most similar
+    assert prune.run(asking, ledger, hop(frontier, ["a.b.c", "a.b.d"], named="a.b.d")) == ["a.b.d"]  # as the walk found it
     assert ledger.trace.llm_calls == 0
     assert statuses(ledger.trace)["relation_prune"] == ["skipped: hop 1 is the plan's last: extraction chooses among its ends",
                                                        "skipped: 1 relation reached",
-                                                       "skipped: switched off: the chains most like the question"]
+                                                       "skipped: switched off: the chains most like the question",
+                                                       "skipped: the hop's target 'hop 1' names its relation"]
+
+
+def test_a_plan_is_read_once_for_the_relation_words_each_hop_names(program):
+    asking = asked(program.kg).planned(["movie (written by)", "capital"], [])
+    assert asking.hop_relations == ("written by", "capital")
+    assert [asking.hop_relation(d) for d in (1, 2, 3)] == ["written by", "capital", "one hop further"]
 
 
 def test_the_entity_prune_keeps_the_entities_the_model_keeps_and_every_value(program):
