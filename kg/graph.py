@@ -101,6 +101,11 @@ NAME_LOOKUPS = ("auto", "index", "search")  # how the linker finds names: see Kn
 INVERSE_LOOKUPS = ("auto", "schema", "mirrored", "none")  # how inverse relations are found: see KnowledgeGraph.inverse_relations
 MIN_MIRRORED_FACTS = 3  # facts a pair of relations must state both ways round to be taken for inverses
 MIRRORS_FILE = "mirrored-relations.json"  # the pairs found by the scan, kept beside an on-disk store
+# moves asked in one query where each is capped in a subquery of its own (a UNION branch each). A
+# query's cost grows faster than its branches: 5,000 moves took 0.7 s in queries of 10 to 25 in
+# pyoxigraph, 4.9 s in queries of 200; 3,000 took 6.1 s in queries of 25 in Virtuoso, which refuses
+# 500 a query. pyoxigraph's parser overflowed an 8 MB stack near 8,000 (a segfault).
+MOVES_PER_QUERY = 25
 MAX_VECTOR_NAMES = 300_000  # distinct names given sentence vectors (384 floats each: about 460 MB at most)
 
 
@@ -523,8 +528,8 @@ class KnowledgeGraph:
 
         The common case is one query keeping `cap` x moves (entity, neighbour) pairs in all (one
         move: its own cap). Where that cut (a hub among the moves), the frontier is asked once
-        more with each move capped in a subquery of its own: the hub's rows stop at its cap, and
-        the other moves lose nothing. Only a frontier whose answer still fills `max_rows` is
+        more with each move capped in a subquery of its own (`MOVES_PER_QUERY` of them a query): the
+        hub's rows stop at its cap, and the other moves lose nothing. Only a frontier whose answer still fills `max_rows` is
         split in halves. Returns the rows and the moves whose lists a LIMIT may have cut.
         """
         kept = min(cap * len(keys) + 1, self.max_rows - 1)
@@ -534,13 +539,24 @@ class KnowledgeGraph:
             return rows, set()
         if len(keys) == 1:  # its one cap: `_capped` sees the extra neighbour and says it was cut
             return rows, set() if len(rows) < self.max_rows else set(keys)
-        rows = self._select(query(keys, per_key=cap + 1))
-        if len(rows) < self.max_rows:
+        rows = self._each_capped(keys, cap, query)
+        if rows is not None:
             return rows, set()
         half = len(keys) // 2
         first, cut_first = self._neighbour_rows(keys[:half], cap, query)
         second, cut_second = self._neighbour_rows(keys[half:], cap, query)
         return first + second, cut_first | cut_second
+
+    def _each_capped(self, keys: list[Move], cap: int, query: Callable[..., str]) -> list[Row] | None:
+        """The moves' rows with each move capped in a subquery of its own, `MOVES_PER_QUERY` moves a
+        query; None where one query's answer filled `max_rows` (a LIMIT may have cut it)."""
+        rows: list[Row] = []
+        for start in range(0, len(keys), MOVES_PER_QUERY):
+            part = self._select(query(keys[start : start + MOVES_PER_QUERY], per_key=cap + 1))
+            if len(part) >= self.max_rows:
+                return None
+            rows += part
+        return rows
 
     def _relation_index(self) -> tuple[str, str] | None:
         """The backend's relation index (graph, predicate), if it keeps one (`EmbeddedStore` does)."""

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from kgqa.kg import Direction, EmbeddedStore, KnowledgeGraph, Move, SparqlEndpoint, virtuoso
+from kgqa.kg import Direction, EmbeddedStore, KnowledgeGraph, Move, Node, SparqlEndpoint, virtuoso
+from kgqa.kg.graph import MOVES_PER_QUERY
 
 NS = "http://rdf.freebase.com/ns/"
 EDGES = 20_000  # films of the hub country
@@ -70,3 +71,16 @@ def test_the_default_cap_keeps_a_thousand_of_the_hub(hub_kg):
     result = kg.neighbours(["m.0hub"], "film.film.country", direction=Direction.IN)
     assert len(result["m.0hub"]) == kg.max_neighbours == 1_000 and result.truncated == {"m.0hub"}
     assert kg.stats.queries == 1 and kg.stats.rows == 1_001
+
+
+def test_a_frontier_of_thousands_of_moves_beside_a_hub_is_asked_in_parts(hub_kg):
+    kg = hub_kg.scoped()
+    many = EDGES if isinstance(kg.backend, EmbeddedStore) else 4 * MOVES_PER_QUERY  # Virtuoso: 50 ms a query
+    films = [Move(f"m.0f{n}", "film.film.country", Direction.OUT) for n in range(many)]
+    hub = Move("m.0hub", "film.film.country", Direction.IN)
+    result = kg.follow([*films, hub], limit=CAP)
+    # the frontier's cut, then each move capped on its own, MOVES_PER_QUERY moves a query (one
+    # query of 20,001 subqueries overflowed pyoxigraph's parser: a segfault; Virtuoso refused 500)
+    assert kg.stats.queries == 1 + -(-(many + 1) // MOVES_PER_QUERY)
+    assert all(result[f] == (Node("m.0hub", name="Hubland"),) for f in films[:: many // 50])
+    assert len(result[hub]) == CAP and result.truncated == {hub}
