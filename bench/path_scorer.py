@@ -67,7 +67,7 @@ PLACES = {"first": 1, "top 3": 3, "top 10": 10, "any": SCORED}
 def teacher_walks(program: KGQA, examples: list, kg) -> list[ScorerGroup]:
     """Each example walked by the gold-path teacher, its candidates in the hand-set order: what compiling fits on
     (the examples labeled as compiling labels them)."""
-    examples, _ = label_trainset(examples, kg)
+    examples, _ = label_trainset(examples, kg, encode=program.embedder.encode)
     return gold_labels(program, examples, teacher=labeled_teacher(examples, kg=kg), answers=0, sufficiency=0,
                        scorer=len(examples)).scorer
 

@@ -51,7 +51,8 @@ class GoldPaths(Teleprompter):
     def compile(self, student: dspy.Module, *, trainset: Sequence[dspy.Example], teacher: dspy.Module | None = None,
                 valset: Sequence[dspy.Example] | None = None, **kwargs) -> dspy.Module:
         kg, budget, spec = getattr(student, "kg", None), self.budget, TELEPROMPTERS[self.inner]
-        trainset, sources = label_trainset(trainset, kg, progress=self.progress)
+        embedder = getattr(student, "embedder", None)
+        trainset, sources = label_trainset(trainset, kg, encode=embedder.encode if embedder else None, progress=self.progress)
         log.info("gold paths for %d of %d training questions: %d the data's own that hold in the graph, %d found there "
                  "from the answers, %d none within %d relations", sources["given"] + sources["found"], len(trainset),
                  sources["given"], sources["found"], sources["none"], LONGEST)

@@ -80,6 +80,26 @@ def test_labeling_a_trainset_counts_its_sources_and_compiles_from_the_labels():
     assert not hasattr(rows[1], "teacher_paths") or rows[1].get("teacher_paths") is None  # the rows given are left as they were
 
 
+def test_chains_that_fit_equally_go_in_the_order_the_questions_worded_alike_share():
+    from kgqa.programs.embedder import Embedder
+
+    films = {"Rope": ("Hitchcock", "Hitchcock"), "Alien": ("Scott", "O'Bannon"), "Heat": ("Mann", "Mann Jr"),
+             "Jaws": ("Spielberg", "Benchley"), "Fargo": ("Coen", "Coen Brothers")}
+    kg = rog_kg([(film, relation, person) for film, (director, writer) in films.items()
+                 for relation, person in (("film.film.directed_by", director), ("film.film.written_by", writer))])
+    rows = [dspy.Example(question=f"Who wrote the screenplay of {film}?", topic_entities=[film], answers=[writer])
+            for film, (_, writer) in films.items()]
+    rows.append(dspy.Example(question="Who was the director of Heat?", topic_entities=["Heat"], answers=["Mann"]))
+    by_name, _ = label_trainset(rows, kg)
+    voted, _ = label_trainset(rows, kg, encode=Embedder().encode)
+    # Rope's writer directed it: both relations reach exactly the answer, and by name the director's goes first
+    assert label_paths(rows[0], kg).tied == 2
+    assert by_name[0].teacher_paths[0] == [["film.film.directed_by", "out"]]
+    # the questions worded like it were answered by the writer's relation alone: theirs goes first
+    assert voted[0].teacher_paths == [[["film.film.written_by", "out"]], [["film.film.directed_by", "out"]]]
+    assert [ex.teacher_paths for ex in voted[1:]] == [ex.teacher_paths for ex in by_name[1:]]  # no tie, no change
+
+
 @pytest.mark.parametrize("longest", [1, 2, 3])
 def test_the_search_reads_the_graph_one_query_per_frontier(longest):
     kg = rog_kg(HURT_LOCKER).scoped()
