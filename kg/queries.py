@@ -11,6 +11,7 @@ predicates. Two VALUES blocks in one group make pyoxigraph build their cross pro
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
 from kgqa.kg.terms import Direction, sparql_iri, sparql_string, text_pattern
@@ -142,7 +143,17 @@ def follow(
     single = len(groups) == 1 if name_edges is None else not name_edges
     keys = "?e ?n" if single else "?e ?r ?d ?n"
     blocks = []
-    for (relation, direction), entity_iris in groups.items():
+    if per_key is None and not single:
+        # one block a direction, its (entity, relation) pairs in one VALUES: a block a relation
+        # (a UNION of hundreds around a node with many relations) cost pyoxigraph 0.65 s to plan
+        # alone for 634 relations, the whole answer 1.05 s; this shape answers in 0.07 s
+        pairs: dict[Direction, list[str]] = defaultdict(list)
+        for (relation, direction), entity_iris in groups.items():
+            pairs[direction] += [f"({sparql_iri(iri)} {sparql_iri(relation)})" for iri in entity_iris]
+        for direction, rows in pairs.items():
+            edge = f"{_edge(direction, '?e', '?r', '?n')} {_lang_filter('n', lang)}"
+            blocks.append(f"VALUES (?e ?r) {{ {' '.join(rows)} }} {edge} BIND({sparql_string(direction.value)} AS ?d)")
+    for (relation, direction), entity_iris in groups.items() if not blocks else ():
         binds = "" if single else f"BIND({sparql_iri(relation)} AS ?r) BIND({sparql_string(direction.value)} AS ?d)"
         edge = f"{_edge(direction, '?e', sparql_iri(relation), '?n')} {_lang_filter('n', lang)}"
         if per_key is None:
