@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         print(lines[-1], flush=True)
         found, seconds = measure(bench, given=False)
         start = time.perf_counter()
-        voted = break_ties(question_shapes(bench.train, bench.kg), found, encode)
+        voted = break_ties(question_shapes(bench.train), found, encode)
         seconds += time.perf_counter() - start
         (by_name, holding), (by_vote, _) = agreement(found, kept), agreement(voted, kept)
         lines.append(row(dataset, f"removed ({GIVEN[dataset]})", voted, seconds, agree=f"{by_name} / {by_vote} of {holding}"))

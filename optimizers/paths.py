@@ -13,12 +13,13 @@ the answers. Labels are read at compile time only: the compiled program never se
 
 Several chains can fit a question's answers equally well: "who wrote [Rope]" is answered exactly
 by `written_by` and by `directed_by` where the film's writer also directed it. Which goes first
-(the one the teacher walks) is then the trainset's to say: the training questions worded most like it, whoever they ask about (their topic entities blanked out,
-`programs.question.question_shape`, as demos are matched), vote as the compiled chain prior votes
-at answer time (`programs.chains.ChainPrior`) for the chains that fit theirs best, and the chain
-most of them share goes first. With no encoder to find those neighbours, ties go by relation name.
-On 1,500 MetaQA training questions with `qtype` removed, 372 have a tie that holds MetaQA's own
-path: by name it went first in 197 of them, by vote in 370 (`bench.path_labels`).
+(the one the teacher walks) is then the trainset's to say: the training questions worded most like
+it, whoever they ask about (their topic names blanked out, `programs.question.question_shape`, as
+plan demos are matched), vote as the compiled chain prior votes at answer time
+(`programs.chains.ChainPrior`) for the chains that fit theirs best, and the chain most of them
+share goes first. With no encoder to find those neighbours, ties go by relation name. On 1,500
+MetaQA training questions with `qtype` removed, 372 have a tie that holds MetaQA's own path: by
+name it went first in 197 of them, by vote in 370 (`bench.path_labels`).
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ def label_trainset(
         counts[label.source] += 1
         labels.append(label)
     if encode is not None and any(label.tied > 1 for label in labels):
-        labels = break_ties(question_shapes(examples, kg), labels, encode)
+        labels = break_ties(question_shapes(examples), labels, encode)
     labeled = [ex.copy(teacher_paths=[[list(hop) for hop in path] for path in label.paths], path_source=label.source)
                for ex, label in zip(examples, labels)]
     return labeled, dict(counts)
@@ -138,19 +139,10 @@ def break_ties(questions: Sequence[str], labels: Sequence[PathLabel], encode: Ca
     return broken
 
 
-def question_shapes(examples: Sequence[dspy.Example], kg: KnowledgeGraph | None) -> list[str]:
-    """Each question's shape: its topic entities blanked out, by their ids where it writes those
-    (RoG's and MetaQA's rows name them), else by their names in `kg`."""
-    unwritten = {t for ex in examples for t in getattr(ex, "topic_entities", None) or () if t.lower() not in ex.question.lower()}
-    names: dict[str, str] = {}
-    if kg is not None and unwritten:
-        ids = sorted(unwritten)
-        for start in range(0, len(ids), 200):
-            try:
-                names.update(kg.names(ids[start : start + 200]))
-            except KGError as exc:  # ids the graph refuses: those questions keep their names
-                log.warning("topic names not read: %s", exc)
-    return [question_shape(ex.question, [name for t in getattr(ex, "topic_entities", None) or () for name in (t, names.get(t)) if name])
+def question_shapes(examples: Sequence[dspy.Example]) -> list[str]:
+    """Each question with its topic names blanked out, as the plan's demos are matched (`topic_names`,
+    which every loader fills, else the topic entities)."""
+    return [question_shape(ex.question, getattr(ex, "topic_names", None) or getattr(ex, "topic_entities", None) or ())
             for ex in examples]
 
 
