@@ -8,18 +8,21 @@ found there: every chain of at most `longest` relations from its topic entities 
 length at a time (`kg.paths.chains_from`: one query per frontier, as the walk reads the graph), and
 the chains whose ends best match the gold answers are kept (F1 of the ends against the answers, so
 a chain that reaches every answer and little else beats one that reaches one answer among
-hundreds; then the shorter). The search stops at the first length where a chain reaches exactly
-the answers. Labels are read at compile time only: the compiled program never sees them.
+hundreds), of any length: shorter first. Labels are read at compile time only: the compiled
+program never sees them.
 
 Several chains can fit a question's answers equally well: "who wrote [Rope]" is answered exactly
-by `written_by` and by `directed_by` where the film's writer also directed it. Which goes first
-(the one the teacher walks) is then the trainset's to say: the training questions worded most like
-it, whoever they ask about (their topic names blanked out, `programs.question.question_shape`, as
-plan demos are matched), vote as the compiled chain prior votes at answer time
-(`programs.chains.ChainPrior`) for the chains that fit theirs best, and the chain most of them
-share goes first. With no encoder to find those neighbours, ties go by relation name. On 1,500
-MetaQA training questions with `qtype` removed, 372 have a tie that holds MetaQA's own path: by
-name it went first in 197 of them, by vote in 370 (`bench.path_labels`).
+by `written_by` and by `directed_by` where the film's writer also directed it, and "the films
+written by the writer of [X]" by X's own `directed_by` where the writer wrote one other film.
+Which goes first (the one the teacher walks) is then the trainset's to say: the training questions
+worded most like it, whoever they ask about (their topic names blanked out,
+`programs.question.question_shape`, as plan demos are matched), vote as the compiled chain prior
+votes at answer time (`programs.chains.ChainPrior`), first among the shortest tied chains, then
+for a longer one where more of them were answered by it (`break_ties`). With no encoder to find
+those neighbours, ties go by length, then relation name. On 1,500 MetaQA training questions with
+`qtype` removed, the first path is MetaQA's own on 1,492 (seed 1; 1,285 with ties by name); on
+CWQ-mini, where a lone answer in a small graph is reached by dozens of three-relation detours, the
+longer chain goes first on 10 of 1,500 (`bench.path_labels`).
 """
 
 from __future__ import annotations
@@ -74,43 +77,41 @@ def label_paths(example: dspy.Example, kg: KnowledgeGraph | None, *, longest: in
 
 
 def find_paths(kg: KnowledgeGraph, topics: Sequence[str], answers: Iterable[str], *, longest: int = LONGEST) -> tuple[Path, ...]:
-    """The chains from `topics` whose ends best match `answers` (the F1 of their ends' names, then
-    fewer relations), and beside the best every other chain of its length that reaches a gold
-    answer, best first; () when no chain of at most `longest` relations reaches one."""
+    """The chains from `topics` whose ends best match `answers` (the F1 of their ends' names), of
+    any length up to `longest`, shorter first, then every other chain of the first one's length
+    that reaches a gold answer, best first; () when no chain reaches one."""
     return tuple(path for path, _ in _found(kg, topics, answers, longest=longest))
 
 
 def _found(kg: KnowledgeGraph, topics: Sequence[str], answers: Iterable[str], *, longest: int) -> tuple[tuple[Path, float], ...]:
-    """`find_paths`, each path with its F1."""
+    """`find_paths`, each path with its F1: the chains that fit best, of whatever length (shorter
+    first, then by name), then the others of the first one's length, best first."""
     golds = {normalize(a) for a in answers} - {""}
     if not topics or not golds:
         return ()
-    by_length: list[dict[Chain, float]] = []
+    fits: dict[Chain, float] = {}
     try:
         for ends in chains_from(kg, topics, longest=longest):
-            fits = {chain: f1 for chain, nodes in ends.items() if (f1 := _f1(nodes, golds)) > 0}
-            by_length.append(fits)
-            if 1.0 in fits.values():  # a chain reaches exactly the answers: no longer one can do better
-                break
+            fits.update((chain, f1) for chain, nodes in ends.items() if (f1 := _f1(nodes, golds)) > 0)
     except KGError as exc:  # an unknown topic id, an endpoint that refuses: this question teaches nothing
         log.warning("no gold paths searched from %s: %s", topics, exc)
         return ()
-    scored = [(f1, -length, chain) for length, fits in enumerate(by_length, 1) for chain, f1 in fits.items()]
-    if not scored:
+    if not fits:
         return ()
-    best_length = -max(scored, key=lambda s: s[:2])[1]
-    fits = sorted(((_path(chain), f1) for chain, f1 in by_length[best_length - 1].items()), key=lambda item: (-item[1], item[0]))
-    return tuple(fits)
+    best = max(fits.values())
+    tied = sorted((_path(chain) for chain, f1 in fits.items() if f1 == best), key=lambda path: (len(path), path))
+    rest = sorted(((_path(chain), f1) for chain, f1 in fits.items() if f1 < best and len(chain) == len(tied[0])),
+                  key=lambda item: (-item[1], item[0]))
+    return tuple((path, best) for path in tied) + tuple(rest)
 
 
 def label_trainset(
     examples: Sequence[dspy.Example], kg: KnowledgeGraph | None, *, longest: int = LONGEST,
     encode: Callable | None = None, progress: Progress = QUIET,
 ) -> tuple[list[dspy.Example], dict[str, int]]:
-    """Each example with its gold paths (`teacher_paths`, best first; [] where none) and their
-    source (`path_source`), and how many came from each source. With `encode` (sentence vectors),
-    paths that tie go in the order the training questions worded most like it vote for
-    (`break_ties`)."""
+    """Each example with its gold paths (`teacher_paths`, best first, `_taught`; [] where none) and their source (`path_source`), and how many came from each source. With
+    `encode` (sentence vectors), paths that tie go in the order the training questions worded most
+    like it vote for (`break_ties`)."""
     labels, counts = [], Counter({source: 0 for source in SOURCES})
     for ex in progress(examples, desc="gold paths"):
         label = label_paths(ex, kg, longest=longest)
@@ -118,25 +119,58 @@ def label_trainset(
         labels.append(label)
     if encode is not None and any(label.tied > 1 for label in labels):
         labels = break_ties(question_shapes(examples), labels, encode)
-    labeled = [ex.copy(teacher_paths=[[list(hop) for hop in path] for path in label.paths], path_source=label.source)
+    labeled = [ex.copy(teacher_paths=[[list(hop) for hop in path] for path in _taught(label)], path_source=label.source)
                for ex, label in zip(examples, labels)]
     return labeled, dict(counts)
 
 
 def break_ties(questions: Sequence[str], labels: Sequence[PathLabel], encode: Callable) -> list[PathLabel]:
     """`labels` with each question's tied paths reordered by the vote of its nearest training
-    questions (best given as `question_shape`s): a chain prior fitted on every question's best
-    paths (`ChainPrior`), asked with the question; the question's own vote goes to each of its tied
-    paths alike. Equal votes keep the order by name."""
-    prior = ChainPrior.fit((q, [[r for r, _ in path] for path in label.paths[: label.tied]]) for q, label in zip(questions, labels))
-    broken = []
-    for question, label in zip(questions, labels):
-        if label.tied > 1:
+    questions (best given as `question_shape`s), in two rounds. First among the shortest tied paths:
+    a chain prior fitted on every question's shortest tied paths (`ChainPrior`), asked with the
+    question; the question's own vote goes to each of its tied paths alike. Then across lengths: a
+    longer tied path goes first where more of the neighbours' first paths (after the first round)
+    are it than are the first round's choice, as where a writer wrote one film and "the films
+    written by the writer of [X]" is answered by X's own `directed_by`. Equal votes keep the order
+    (shorter, then by name)."""
+    shortest = [label.paths[: _shortest_tied(label)] for label in labels]
+    prior = ChainPrior.fit((q, [_relations(path) for path in paths]) for q, paths in zip(questions, shortest))
+    firsts = []
+    for question, label, paths in zip(questions, labels, shortest):
+        if len(paths) > 1:
             votes = prior.votes(question, encode)
-            head = sorted(label.paths[: label.tied], key=lambda path: -votes.chain([r for r, _ in path]))
-            label = PathLabel((*head, *label.paths[label.tied:]), label.source, label.tied)
+            head = sorted(paths, key=lambda path: -votes.chain(_relations(path)))
+            label = PathLabel((*head, *label.paths[len(paths):]), label.source, label.tied)
+        firsts.append(label)
+    prior = ChainPrior.fit((q, [_relations(label.paths[0])] if label.paths else []) for q, label in zip(questions, firsts))
+    broken = []
+    for question, label, paths in zip(questions, firsts, shortest):
+        if label.tied > len(paths):
+            votes = prior.votes(question, encode)
+            tied = label.paths[: label.tied]
+            first = max(tied, key=lambda path: votes.chain(_relations(path)))  # the first of equals: the first round's
+            if first != tied[0]:
+                label = PathLabel((first, *(path for path in label.paths if path != first)), label.source, label.tied)
         broken.append(label)
     return broken
+
+
+def _shortest_tied(label: PathLabel) -> int:
+    """How many of `label`'s tied paths have the first one's length."""
+    return sum(len(path) == len(label.paths[0]) for path in label.paths[: label.tied])
+
+
+def _taught(label: PathLabel) -> tuple[Path, ...]:
+    """The paths a label teaches: the given ones that hold; of found ones, the first and the others
+    of its length (a chain of another length that fits as well is mostly a detour to the same
+    answers: on CWQ-mini's small graphs a lone answer is reached by dozens of three-relation chains)."""
+    if label.source != "found":
+        return label.paths
+    return tuple(path for path in label.paths if len(path) == len(label.paths[0]))
+
+
+def _relations(path: Path) -> list[str]:
+    return [relation for relation, _ in path]
 
 
 def question_shapes(examples: Sequence[dspy.Example]) -> list[str]:
