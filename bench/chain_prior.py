@@ -1,18 +1,22 @@
-"""The chain prior's labels, measured without an LLM on CWQ-mini dev questions.
+"""The chain prior, measured without an LLM: does the chain it weighs most answer the question?
 
 The prior (`programs/chains.py`) ranks a question's candidate answers by the relation chains its
-nearest training questions were answered by. Which chains a training question teaches is its label:
-RoG's `ground_paths` as the data gives them (shortest paths in the whole of Freebase), those of
-them that reach a gold answer in the row's own graph, or the shortest chains to a gold answer in the
-row's own graph (what compiling used before it labeled questions in the program's graph,
-`optimizers.paths`). For each labeling the prior is fitted on
-`--train` dev questions, drawn as `bench.accuracy --split dev` draws its compile sample
-(`random.Random("compile-SEED")`), and scored on `--size` other dev questions
-(`random.Random(SEED)`): of the relation chains (at most 3 relations, the profile's hidden ones
-left out) that each scored question's own graph offers from its topic entities, is the chain the
-prior weighs most one that reaches a gold answer? No test question is read and no LLM is called.
+nearest training questions were answered by. It is fitted here as compiling fits it, on the
+compile sample of a `bench.reproduce` row (`--train` questions of seed `--seed`, over the same
+graph), with the labels compiling gives them (`optimizers.paths.label_trainset`): the data's own
+paths where they hold (`given`), or, with them removed, the paths found from the answers alone
+(`found`); and with the training questions keyed two ways: as written, or by their shape (topic
+names blanked out, `programs.question.question_shape`), as compiling keys them since `ChainPrior`
+had a key.
 
-    .venv/bin/python -m bench.chain_prior [--size 300] [--train 1500] [--seed 0]
+Each is asked about `--size` other dev questions: CWQ-mini dev rows outside the compile sample (the
+`cwq_bench(split="dev")` sample), MetaQA dev questions outside the compile sample and the row's test
+sample (`--size` split over the hops). A scored question's answering chains are the ones that fit
+its answers best in the graph (`optimizers.paths.label_paths`, its given paths removed): is the
+heaviest voted chain one of them, one of the 3 heaviest, is any chain voted for at all, and where
+the heaviest weighs at least 0.6, has it an answering chain's length? No LLM is called.
+
+    .venv/bin/python -m bench.chain_prior [--datasets cwq-mini,metaqa] [--size 300] [--train 1500] [--seed 0]
 """
 
 from __future__ import annotations
@@ -30,98 +34,115 @@ stay_offline()
 
 import dspy  # noqa: E402
 
-from kgqa.data.rog import load_rog  # noqa: E402
+from bench.accuracy import CWQ_MINI, HOPS, METAQA, Bench, answers_alone, cwq_bench, metaqa_bench  # noqa: E402
+from kgqa.data.jsonl import load_jsonl  # noqa: E402
 from kgqa.evaluate.metrics import gold_relation_paths  # noqa: E402
-from kgqa.kg.profiles import ROG  # noqa: E402
-from kgqa.optimizers.labels import gold_among, graph_chains  # noqa: E402
-from kgqa.programs.chains import ChainPrior  # noqa: E402
+from kgqa.optimizers.paths import label_paths, label_trainset, question_shapes  # noqa: E402
+from kgqa.programs.chains import KEYS, ChainPrior, Key  # noqa: E402
 from kgqa.programs.embedder import Embedder  # noqa: E402
 
-CWQ_MINI = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cwq_mini"
-Chains = dict[tuple[str, ...], set[str]]
-
-
-def reached(example: dspy.Example) -> Chains:
-    """Every chain the example's own graph offers from its topic entities, with the nodes it ends at."""
-    offered: Chains = {}
-    for layer in graph_chains(example, skips=ROG.skips):
-        offered.update(layer)
-    return offered
-
-
-def holding_ground_paths(example: dspy.Example) -> list[list[str]]:
-    """RoG's ground paths that reach a gold answer in the row's own graph."""
-    offered = reached(example)
-    return [path for path in gold_relation_paths(example) if gold_among(example, offered.get(tuple(path), set()))]
-
-
-def shortest_hits(example: dspy.Example) -> list[list[str]]:
-    """The shortest chains of the example's own graph that reach a gold answer."""
-    for layer in graph_chains(example, skips=ROG.skips):
-        hits = [chain for chain, ends in layer.items() if gold_among(example, ends)]
-        if hits:
-            return [list(chain) for chain in sorted(hits)]
-    return []
-
-
-LABELINGS: dict[str, Callable[[dspy.Example], list[list[str]]]] = {
-    "RoG ground_paths": gold_relation_paths,
-    "ground_paths that hold in the row's graph": holding_ground_paths,
-    "shortest chains to a gold answer in the row's graph": shortest_hits,
-}
+Chain = tuple[str, ...]
+SURE = 0.6  # a heaviest chain weighing this much: is its length the answer's?
 
 
 @dataclass(frozen=True)
 class Score:
     labeled: int  # training questions with a label
-    first: float  # scored questions whose heaviest voted chain reaches a gold answer
+    first: float  # scored questions whose heaviest voted chain is one of their answering chains
     first3: float  # ... one of the 3 heaviest
-    voted: float  # ... whose graph offers any chain the prior votes for
+    voted: float  # ... for which the prior votes for any chain
+    sure: float  # ... whose heaviest chain weighs at least `SURE`
+    sure_length: float  # of those, the share whose heaviest chain has an answering chain's length
 
 
-def score(prior: ChainPrior, scored: Sequence[dspy.Example], offered: Sequence[Chains], encode: Callable) -> Score:
-    first = first3 = voted = 0
-    for example, chains in zip(scored, offered):
-        votes = prior.votes(example.question, encode)
-        ranked = sorted((c for c in chains if votes.chain(c) > 0), key=lambda c: (-votes.chain(c), c))
-        good = [gold_among(example, chains[c]) for c in ranked]
-        first += bool(good) and good[0]
-        first3 += any(good[:3])
+def answering(examples: Sequence[dspy.Example], kg) -> list[set[Chain]]:
+    """Each example's answering chains: those that fit its answers best in `kg`, found from its
+    answers alone (its given paths removed)."""
+    chains = []
+    for example in answers_alone(examples):
+        label = label_paths(example, kg)
+        chains.append({tuple(relation for relation, _ in path) for path in label.paths[: label.tied]})
+    return chains
+
+
+def fitted(trainset: Sequence[dspy.Example], *, key: Key) -> ChainPrior:
+    """The prior compiling fits on the labeled `trainset`, keyed by `key`."""
+    texts = question_shapes(trainset) if key == "shape" else [ex.question for ex in trainset]
+    return ChainPrior.fit(zip(texts, map(gold_relation_paths, trainset)), key=key)
+
+
+def score(prior: ChainPrior, scored: Sequence[dspy.Example], good: Sequence[set[Chain]], encode: Callable) -> Score:
+    first = first3 = voted = sure = sure_length = 0
+    for example, chains in zip(scored, good):
+        topics = getattr(example, "topic_names", None) or getattr(example, "topic_entities", None) or ()
+        votes = prior.ask(example.question, topics, encode)
+        ranked = sorted(votes.chains, key=lambda c: (-votes.chains[c], c))
+        first += bool(ranked) and ranked[0] in chains
+        first3 += any(c in chains for c in ranked[:3])
         voted += bool(ranked)
+        if ranked and votes.chains[ranked[0]] >= SURE:
+            sure += 1
+            sure_length += len(ranked[0]) in {len(c) for c in chains}
     n = max(len(scored), 1)
-    return Score(len(prior.questions), first / n, first3 / n, voted / n)
+    return Score(len(prior.questions), first / n, first3 / n, voted / n, sure / n, sure_length / max(sure, 1))
 
 
-def table(scores: dict[str, Score], size: int) -> str:
-    lines = ["| labels of the training questions | labeled | heaviest chain reaches gold | in the 3 heaviest | any voted chain offered |",
-             "|---|---|---|---|---|"]
-    lines += [f"| {name} | {s.labeled} | {s.first:.3f} | {s.first3:.3f} | {s.voted:.3f} |" for name, s in scores.items()]
-    return "\n".join(lines) + f"\n\n{size} scored dev questions.\n"
+def metaqa_scored(bench: Bench, size: int, seed: int, metaqa: Path) -> list[dspy.Example]:
+    """`size` MetaQA dev questions (a third per hop) outside the row's compile and test samples."""
+    taken = {ex.id for ex in bench.train} | {ex.id for sample in bench.test.values() for ex in sample}
+    rng, scored = random.Random(f"prior-{seed}"), []
+    for hop in HOPS:
+        rows = [ex for ex in load_jsonl(metaqa / "qa" / f"metaqa_{hop}hop_dev.jsonl") if ex.kb_exact and ex.id not in taken]
+        scored += rng.sample(rows, size // len(HOPS))
+    return scored
+
+
+def measure(bench: Bench, scored: Sequence[dspy.Example], encode: Callable) -> dict[tuple[str, Key], Score]:
+    good = answering(scored, bench.kg)
+    scores = {}
+    for labels, trainset in (("given", bench.train), ("found", answers_alone(bench.train))):
+        start = time.perf_counter()
+        labeled, _ = label_trainset(trainset, bench.kg, encode=encode)
+        for key in KEYS:
+            scores[labels, key] = score(fitted(labeled, key=key), scored, good, encode)
+            print(f"{bench.dataset} {labels} by {key}: {scores[labels, key]} ({time.perf_counter() - start:.0f} s)", flush=True)
+    return scores
+
+
+def table(rows: dict[str, dict[tuple[str, Key], Score]], sizes: dict[str, int]) -> str:
+    lines = ["| dataset | labels | keyed by | labeled | heaviest chain answers | in the 3 heaviest | any chain voted | "
+             f"heaviest weighs >= {SURE} | of those, its length an answering chain's |", "|---|---|---|---|---|---|---|---|---|"]
+    for dataset, scores in rows.items():
+        lines += [f"| {dataset} ({sizes[dataset]} scored) | {labels} | {key} | {s.labeled} | {s.first:.3f} | {s.first3:.3f} | "
+                  f"{s.voted:.3f} | {s.sure:.3f} | {s.sure_length:.3f} |" for (labels, key), s in scores.items()]
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--datasets", default="cwq-mini,metaqa")
     parser.add_argument("--size", type=int, default=300, help="dev questions scored")
     parser.add_argument("--train", type=int, default=1500, help="dev questions the prior is fitted on")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cwq-mini", type=Path, default=CWQ_MINI)
-    parser.add_argument("--out", type=Path, default=Path(__file__).parents[1] / "runs" / "chain-labels-dev")
+    parser.add_argument("--metaqa", type=Path, default=METAQA)
+    parser.add_argument("--out", type=Path, default=Path(__file__).parents[1] / "runs" / "chain-prior-dev")
     args = parser.parse_args(argv)
-    dev = list(load_rog(args.cwq_mini / "cwq_mini_dev.jsonl.gz"))
-    train = random.Random(f"compile-{args.seed}").sample(dev, args.train)
-    taken = {ex.id for ex in train}
-    scored = random.Random(args.seed).sample([ex for ex in dev if ex.id not in taken], args.size)
-    offered = [reached(ex) for ex in scored]
-    embedder = Embedder()
-    scores = {}
-    for name, label in LABELINGS.items():
-        start = time.perf_counter()
-        prior = ChainPrior.fit((ex.question, label(ex)) for ex in train)
-        scores[name] = score(prior, scored, offered, embedder.encode)
-        print(f"{name}: {scores[name]} ({time.perf_counter() - start:.0f} s)", flush=True)
+    encode = Embedder().encode
+    rows, sizes = {}, {}
+    for dataset in args.datasets.split(","):
+        if dataset == "cwq-mini":
+            bench = cwq_bench(args.size, args.train, args.seed, args.cwq_mini, split="dev")
+            scored = bench.test["dev"]
+        elif dataset == "metaqa":
+            bench = metaqa_bench(30, args.train, args.seed, args.metaqa)
+            scored = metaqa_scored(bench, args.size, args.seed, args.metaqa)
+        else:
+            parser.error(f"unknown dataset {dataset!r} (cwq-mini, metaqa)")
+        rows[dataset], sizes[dataset] = measure(bench, scored, encode), len(scored)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "table.md").write_text(table(scores, len(scored)))
-    print(table(scores, len(scored)))
+    (args.out / "table.md").write_text(table(rows, sizes))
+    print(table(rows, sizes))
     return 0
 
 

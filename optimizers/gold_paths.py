@@ -10,7 +10,7 @@ the data's own where they hold in the program's graph, else found there from its
    gold topics, path answer extraction's and answer sufficiency's gold choices (and, on request,
    every intermediate step's: `Budget.step_demos`);
 3. fits the parts that learn without an LM: the entity linker, the path scorer (with how far to trust
-   it, `programs.scorer.calibrate`) and the chain prior.
+   it, `programs.scorer.calibrate`) and the chain prior (keyed by question shape).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dspy.teleprompt import Teleprompter
 from kgqa.evaluate.metrics import gold_relation_paths, walk_metric
 from kgqa.kg import KGError, KnowledgeGraph
 from kgqa.optimizers.labels import gold_labels, interleave_depths, labeled_teacher, plan_demos, step_demos, topic_demos
-from kgqa.optimizers.paths import LONGEST, label_trainset
+from kgqa.optimizers.paths import LONGEST, label_trainset, question_shapes
 from kgqa.optimizers.teleprompters import TELEPROMPTERS, Budget, make_teleprompter
 from kgqa.programs.chains import ChainPrior
 from kgqa.programs.linking import Linker
@@ -78,7 +78,7 @@ class GoldPaths(Teleprompter):
         if gold_teacher is not None:
             self._walked_pools(compiled, trainset, teacher_lm=gold_teacher)
         if hasattr(compiled, "chain_prior"):  # last: the pools above were walked as a question outside the trainset is
-            compiled.chain_prior = ChainPrior.fit((ex.question, gold_relation_paths(ex)) for ex in trainset)
+            compiled.chain_prior = ChainPrior.fit(zip(question_shapes(trainset), map(gold_relation_paths, trainset)), key="shape")
         compiled.path_labels = sources
         return compiled
 

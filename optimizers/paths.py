@@ -20,7 +20,8 @@ worded most like it, whoever they ask about (their topic names blanked out,
 votes at answer time (`programs.chains.ChainPrior`), first among the shortest tied chains, then
 for a longer one where more of them were answered by it (`break_ties`). With no encoder to find
 those neighbours, ties go by length, then relation name. On 1,500 MetaQA training questions with
-`qtype` removed, the first path is MetaQA's own on 1,492 (seed 1; 1,285 with ties by name); on
+`qtype` removed, the first path is MetaQA's own (relations and directions) on 1,484 (1,285 with
+ties by name; seed 0's compile sample); on
 CWQ-mini, where a lone answer in a small graph is reached by dozens of three-relation detours, the
 longer chain goes first on 10 of 1,500 (`bench.path_labels`).
 """
@@ -33,6 +34,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import dspy
+import numpy as np
 
 from kgqa.evaluate.metrics import gold_paths, normalize
 from kgqa.kg import Direction, KnowledgeGraph, Node
@@ -109,9 +111,10 @@ def label_trainset(
     examples: Sequence[dspy.Example], kg: KnowledgeGraph | None, *, longest: int = LONGEST,
     encode: Callable | None = None, progress: Progress = QUIET,
 ) -> tuple[list[dspy.Example], dict[str, int]]:
-    """Each example with its gold paths (`teacher_paths`, best first, `_taught`; [] where none) and their source (`path_source`), and how many came from each source. With
-    `encode` (sentence vectors), paths that tie go in the order the training questions worded most
-    like it vote for (`break_ties`)."""
+    """Each example with its gold paths (`teacher_paths`, best first, `_taught`; [] where none) and
+    their source (`path_source`), and how many came from each source. With `encode` (sentence
+    vectors), paths that tie go in the order the training questions worded most like it vote for
+    (`break_ties`)."""
     labels, counts = [], Counter({source: 0 for source in SOURCES})
     for ex in progress(examples, desc="gold paths"):
         label = label_paths(ex, kg, longest=longest)
@@ -133,8 +136,9 @@ def break_ties(questions: Sequence[str], labels: Sequence[PathLabel], encode: Ca
     are it than are the first round's choice, as where a writer wrote one film and "the films
     written by the writer of [X]" is answered by X's own `directed_by`. Equal votes keep the order
     (shorter, then by name)."""
+    encode = _remembering(encode)  # both rounds' priors hold the same questions: each is encoded once
     shortest = [label.paths[: _shortest_tied(label)] for label in labels]
-    prior = ChainPrior.fit((q, [_relations(path) for path in paths]) for q, paths in zip(questions, shortest))
+    prior = ChainPrior.fit(((q, [_relations(path) for path in paths]) for q, paths in zip(questions, shortest)), key="shape")
     firsts = []
     for question, label, paths in zip(questions, labels, shortest):
         if len(paths) > 1:
@@ -142,7 +146,8 @@ def break_ties(questions: Sequence[str], labels: Sequence[PathLabel], encode: Ca
             head = sorted(paths, key=lambda path: -votes.chain(_relations(path)))
             label = PathLabel((*head, *label.paths[len(paths):]), label.source, label.tied)
         firsts.append(label)
-    prior = ChainPrior.fit((q, [_relations(label.paths[0])] if label.paths else []) for q, label in zip(questions, firsts))
+    prior = ChainPrior.fit(((q, [_relations(label.paths[0])] if label.paths else []) for q, label in zip(questions, firsts)),
+                           key="shape")
     broken = []
     for question, label, paths in zip(questions, firsts, shortest):
         if label.tied > len(paths):
@@ -153,6 +158,19 @@ def break_ties(questions: Sequence[str], labels: Sequence[PathLabel], encode: Ca
                 label = PathLabel((first, *(path for path in label.paths if path != first)), label.source, label.tied)
         broken.append(label)
     return broken
+
+
+def _remembering(encode: Callable) -> Callable:
+    """`encode`, each text's vector kept once made."""
+    vectors: dict[str, np.ndarray] = {}
+
+    def remembered(texts: Sequence[str]) -> np.ndarray:
+        missing = [text for text in dict.fromkeys(texts) if text not in vectors]
+        if missing:
+            vectors.update(zip(missing, encode(missing)))
+        return np.stack([vectors[text] for text in texts])
+
+    return remembered
 
 
 def _shortest_tied(label: PathLabel) -> int:

@@ -2,9 +2,11 @@
 
 Complex questions over one graph reuse a small set of relation chains ("films an actor was in" is
 `film.actor.film -> film.performance.film` whoever the actor), and questions asked alike go by
-alike chains. Compiling keeps each training question with its gold relation paths (MetaQA's
-question types, RoG's `ground_paths`: relation ids, directions left out). At answer time the
-questions nearest the one asked (cosine of sentence vectors) vote: a chain's weight is the
+alike chains. Compiling keeps each training question with its gold relation paths (the data's own
+or found from its answers, `optimizers.paths`: relation ids, directions left out), keyed by its
+shape: its topic names blanked out (`programs.question.question_shape`), so that "who directed
+[Heat]" is near "who directed [Alien]" and not near "who starred in [Heat]". At answer time the
+questions nearest the one asked, keyed alike (cosine of sentence vectors), vote: a chain's weight is the
 similarity-weighted share of those neighbours whose gold paths include it, in 0..1, and a prefix
 of a chain (the relations a walk has taken so far) gets the share whose gold paths start with it.
 The walk ranks candidate answers and fills its beam with these weights beside question similarity
@@ -19,11 +21,16 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
+
+from kgqa.programs.question import question_shape
 
 Chain = tuple[str, ...]
 NEIGHBOURS = 10  # training questions that vote on one question's chains
 MIN_SIMILARITY = 0.3  # a neighbour less like the question than this has no vote
 _MAX_QUESTIONS = 20_000  # kept at most (a prior of every question a large trainset has, not unbounded)
+Key = Literal["question", "shape"]  # a training question kept as written, or with its topic names blanked out
+KEYS: tuple[Key, ...] = ("question", "shape")
 
 
 @dataclass
@@ -39,14 +46,21 @@ class Votes:
     def prefix(self, relations: Sequence[str]) -> float:
         return self.prefixes.get(tuple(relations), 0.0)
 
+    def sure(self, at_least: float) -> Chain | None:
+        """The heaviest chain where it weighs at least `at_least` (of equals, the first by name), else None."""
+        ranked = sorted(self.chains.items(), key=lambda item: (-item[1], item[0]))
+        return ranked[0][0] if ranked and ranked[0][1] >= at_least else None
+
 
 @dataclass
 class ChainPrior:
-    """Training questions and their gold relation chains; `votes(question, encode)` weighs chains."""
+    """Training questions (keyed as `key` says) and their gold relation chains; `ask(question, topics,
+    encode)` weighs chains for a question keyed alike, `votes(key, encode)` for one already keyed."""
 
     questions: list[str] = field(default_factory=list)
     chains: list[list[Chain]] = field(default_factory=list)
     neighbours: int = NEIGHBOURS
+    key: Key = "question"
     _vectors: object = field(default=None, repr=False, compare=False)
 
     @property
@@ -54,18 +68,27 @@ class ChainPrior:
         return bool(self.questions)
 
     @classmethod
-    def fit(cls, labeled: Iterable[tuple[str, Sequence[Sequence[str]]]], *, neighbours: int = NEIGHBOURS) -> ChainPrior:
-        """Every training question that has gold relation paths (`(question, paths)` pairs), and its paths."""
+    def fit(cls, labeled: Iterable[tuple[str, Sequence[Sequence[str]]]], *, neighbours: int = NEIGHBOURS,
+            key: Key = "question") -> ChainPrior:
+        """Every training question that has gold relation paths (`(question, paths)` pairs, each
+        question keyed as `key` says: as written, or its `question_shape`), and its paths."""
+        if key not in KEYS:
+            raise ValueError(f"a chain prior is keyed by one of {KEYS}, not {key!r}")
         questions, chains = [], []
         for question, paths in labeled:
             paths = list(dict.fromkeys(tuple(p) for p in paths if p))
             if paths and len(questions) < _MAX_QUESTIONS:
                 questions.append(str(question))
                 chains.append(paths)
-        return cls(questions, chains, neighbours)
+        return cls(questions, chains, neighbours, key)
+
+    def ask(self, question: str, topics: Sequence[str], encode: Callable) -> Votes:
+        """The weights for `question` about the topic entities named `topics`, keyed as the training
+        questions were."""
+        return self.votes(question_shape(question, topics) if self.key == "shape" else question, encode)
 
     def votes(self, question: str, encode: Callable) -> Votes:
-        """The weights the `neighbours` training questions most like `question` give chains."""
+        """The weights the `neighbours` training questions most like `question` (keyed as they are) give chains."""
         if not self.trained:
             return Votes()
         self.warm(encode)
@@ -91,15 +114,19 @@ class ChainPrior:
             self._vectors = encode(self.questions)
 
     def to_dict(self) -> dict:
-        return {"version": 1, "neighbours": self.neighbours, "questions": self.questions,
+        return {"version": 2, "key": self.key, "neighbours": self.neighbours, "questions": self.questions,
                 "chains": [[list(chain) for chain in chains] for chains in self.chains]}
 
     @classmethod
     def from_dict(cls, state: object) -> ChainPrior:
-        """A saved prior, its shape checked (a tampered file is a clear error)."""
-        if not isinstance(state, dict) or state.get("version") != 1:
-            raise ValueError("not a kgqa chain prior (version 1)")
+        """A saved prior, its shape checked (a tampered file is a clear error). Version 1 (before
+        priors were keyed by shape) kept questions as written."""
+        if not isinstance(state, dict) or state.get("version") not in (1, 2):
+            raise ValueError("not a kgqa chain prior (version 1 or 2)")
         questions, chains, neighbours = state.get("questions"), state.get("chains"), state.get("neighbours")
+        key = state.get("key", "question") if state["version"] == 2 else "question"
+        if key not in KEYS:
+            raise ValueError(f"key must be one of {KEYS}, not {key!r}")
         if not isinstance(neighbours, int) or neighbours < 1:
             raise ValueError("neighbours must be a positive integer")
         if not isinstance(questions, list) or not all(isinstance(q, str) for q in questions):
@@ -109,4 +136,4 @@ class ChainPrior:
             for paths in chains
         ):
             raise ValueError("chains must hold, for each question, a list of relation lists")
-        return cls(list(questions), [[tuple(p) for p in paths] for paths in chains], neighbours)
+        return cls(list(questions), [[tuple(p) for p in paths] for paths in chains], neighbours, key)

@@ -71,12 +71,12 @@ from kgqa.programs.steps import (
 )
 from kgqa.programs.steps.extraction import settled
 from kgqa.programs.steps.reflection import DeadEnd
-from kgqa.programs.steps.sufficiency import short
+from kgqa.programs.steps.sufficiency import GOES_ON, short
 from kgqa.programs.steps.topic_choice import TopicOptions
 from kgqa.programs.steps.value_check import Answers
 from kgqa.programs.trace import StopReason, Trace
 from kgqa.programs.trails import Hop, Trail
-from kgqa.programs.tuned import BEAM_TRAILS, NOT_GONE_ON, PRIOR_WEIGHT
+from kgqa.programs.tuned import BEAM_TRAILS, NOT_GONE_ON, PRIOR_SURE, PRIOR_WEIGHT
 
 _LOGGED_RELATIONS, _LOGGED_EDGES = 12, 60  # per hop, in the trace's `walk`
 _LOGGED_PRIOR = 3  # the chain prior's heaviest chains, in the trace
@@ -129,7 +129,7 @@ class KGQA(KGProgram):
                 state.memory = self.update_memory.run(asking, ledger, ranked.knowing(notes=state.memory))
                 if not self.check_sufficiency.run(asking, ledger, ranked.knowing(notes=state.memory)):
                     break
-                frontier, hops = self._extend(state, ranked.candidates), hops + 1
+                frontier, hops = self._extend(state, ranked), hops + 1
             if not answer:
                 return dspy.Prediction(ranked=ranked, state=state)
             if not ranked.candidates:
@@ -175,7 +175,7 @@ class KGQA(KGProgram):
         none when the program was compiled without gold paths, or the prior is switched off."""
         if not asking.config.chain_prior:
             return Votes()
-        return self.chain_prior.votes(asking.question, self.embedder.encode)
+        return self.chain_prior.ask(asking.question, [t.label for t in asking.topics], self.embedder.encode)
 
     def _start(self, state: WalkState) -> tuple[list[Trail], int]:
         """The first frontier (the topic entities, their relations fetched in one query) and the hops
@@ -279,10 +279,24 @@ class KGQA(KGProgram):
         ordered = scored_order(asking, self.path_scorer, candidates)
         state.scorer_used |= bool(ordered) and ordered[0].share is not None
         shown = chains_spread(ordered, config.choices_shown, config.choices_per_chain)
+        onward = self._prior_onward(state)
         state.ranked = Ranked(ordered, shown, list(state.reached), state.relations, state.depth, state.extensions,
                               settled=settled(asking, shown, sure=self.sure_at),
-                              short=short(asking, ordered, depth=state.depth, extensions=state.extensions))
+                              short=short(asking, ordered, depth=state.depth, extensions=state.extensions, onward=bool(onward)),
+                              onward=onward)
         return state.ranked
+
+    def _prior_onward(self, state: WalkState) -> tuple[Trail, ...]:
+        """Where the walk stopped on the way of the chain the compiled prior is sure of (it weighs at
+        least `PRIOR_SURE`) and reached none of its ends: the trails that went furthest along it, to
+        go on from. The 1.5B plan counts hops worse than questions worded alike answer: "the films
+        written by the writer of [X] starred who" planned `written by`, `starred actors`."""
+        chain = state.asking.votes.sure(PRIOR_SURE)
+        if chain is None or any(trail.relations == chain for trail in state.reached):
+            return ()
+        along = [trail for trail in state.reached if trail.relations and chain[: len(trail.relations)] == trail.relations]
+        furthest = max((len(trail.relations) for trail in along), default=0)
+        return tuple(trail for trail in along if len(trail.relations) == furthest)
 
     @property
     def sure_at(self) -> float | None:
@@ -290,10 +304,14 @@ class KGQA(KGProgram):
         extraction: the compiled one, unless the config sets it."""
         return self.path_scorer.sure_at if self.config.scorer_sure is None else self.config.scorer_sure
 
-    def _extend(self, state: WalkState, candidates: list) -> list[Trail]:
-        """One hop more, as sufficiency asked: the frontier is every end of the best candidates'
+    def _extend(self, state: WalkState, ranked: Ranked) -> list[Trail]:
+        """One hop more, as sufficiency asked: the frontier is the trails the chain prior's sure chain
+        goes on from (`Ranked.onward`) where it decided, else every end of the best candidates'
         relation chains, best first."""
         state.extensions += 1
+        if ranked.short == GOES_ON:
+            return self._frontier(state, list(ranked.onward))
+        candidates = ranked.candidates
         best = dict.fromkeys(c.trail.chain for c in candidates[: state.asking.config.sufficiency_shown])  # best first
         by_chain: dict[tuple, list[Trail]] = defaultdict(list)
         for trail in state.reached:

@@ -44,7 +44,9 @@ class Ranked:
     it becomes known (`KGQA._ranked`): the one input of the steps that read the candidates (fact
     filter, memory update, sufficiency, extraction). `settled`: why extraction has nothing to decide
     (the first answers), None when it asks the model; `short`: why no hop can be added, None when
-    sufficiency asks. `facts` and `notes` are the fact filter's and memory update's, once known."""
+    sufficiency asks; `onward`: the trails the chain prior's sure chain goes on from, where the walk
+    stopped on its way (`KGQA._prior_onward`). `facts` and `notes` are the fact filter's and memory
+    update's, once known."""
 
     candidates: list[Candidate]
     shown: list[Candidate]  # what extraction chooses among, and the fact filter reads about
@@ -54,6 +56,7 @@ class Ranked:
     extensions: int  # of them past the plan
     settled: str | None
     short: str | None
+    onward: tuple[Trail, ...] = ()
     facts: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 

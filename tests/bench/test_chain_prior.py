@@ -1,36 +1,46 @@
-"""The chain prior's labels bench: a prior labeled with chains the graph does not hold votes for nothing."""
+"""The chain prior bench: the prior fitted as compiling fits it, asked about other questions."""
 
 from __future__ import annotations
 
 import dspy
 
-from bench.chain_prior import LABELINGS, holding_ground_paths, reached, score
-from kgqa.programs.chains import ChainPrior
+from bench.accuracy import Bench
+from bench.chain_prior import answering, measure, table
+from kgqa.data.rog import graph_triples
+from kgqa.kg import EmbeddedStore, KnowledgeGraph
 from kgqa.programs.embedder import Embedder
 
-FILMS = {"Heat": "Michael Mann", "Alien": "Ridley Scott", "Jaws": "Steven Spielberg", "Up": "Pete Docter"}
+FILMS = {"Heat": ("Michael Mann", "Al Pacino"), "Alien": ("Ridley Scott", "Sigourney Weaver"),
+         "Jaws": ("Steven Spielberg", "Roy Scheider"), "Up": ("Pete Docter", "Ed Asner")}
 
 
-def row(film: str) -> dspy.Example:
-    director = FILMS[film]
-    return dspy.Example(
-        question=f"Who directed the film {film}?", topic_entities=[film], answers=[director],
-        ground_paths=[["film.director.film"]],  # Freebase's other name of the relation: not in this graph
-        graph=[[film, "film.film.directed_by", director], [film, "film.film.starring", f"Star of {film}"],
-               [film, "common.topic.notable_types", "Film"]],
-    )
+def graph() -> KnowledgeGraph:
+    triples = [t for film, (director, star) in FILMS.items()
+               for t in ((film, "film.film.directed_by", director), (film, "film.film.starring", star))]
+    store = EmbeddedStore()
+    store.add_triples(graph_triples(triples))
+    return KnowledgeGraph(store, profile="rog")
 
 
-def test_a_prior_labeled_by_the_chains_the_graph_holds_ranks_the_answering_chain_first():
-    train, scored = [row(f) for f in ("Heat", "Alien", "Jaws")], [row("Up")]
-    offered = [reached(ex) for ex in scored]
-    assert set(offered[0]) >= {("film.film.directed_by",), ("film.film.starring",)}
-    assert ("common.topic.notable_types",) not in offered[0]  # hidden by the profile
-    assert holding_ground_paths(train[0]) == []
-    encode = Embedder().encode
-    scores = {name: score(ChainPrior.fit((ex.question, label(ex)) for ex in train), scored, offered, encode)
-              for name, label in LABELINGS.items()}
-    ground, holding, walked = scores.values()
-    assert (ground.labeled, ground.first, ground.voted) == (3, 0.0, 0.0)  # it votes for a chain nobody can walk
-    assert holding.labeled == 0
-    assert (walked.labeled, walked.first, walked.first3, walked.voted) == (3, 1.0, 1.0, 1.0)
+def asked(film: str, what: str, **fields) -> dspy.Example:
+    director, star = FILMS[film]
+    question = f"Who directed {film}?" if what == "director" else f"Who starred in {film}?"
+    return dspy.Example(id=f"{film}-{what}", question=question, topic_entities=[film],
+                        answers=[director if what == "director" else star], **fields)
+
+
+def test_a_prior_keyed_by_shape_votes_for_the_chain_questions_asked_alike_went_by():
+    kg = graph()
+    # the given paths of one question name a relation this graph lacks: it is labeled from its answers
+    train = [asked("Heat", "director", ground_paths=[["film.director.film"]]), asked("Alien", "director"),
+             asked("Jaws", "star"), asked("Up", "star")]
+    scored = [asked("Heat", "star"), asked("Up", "director")]
+    assert answering(scored, kg) == [{("film.film.starring",)}, {("film.film.directed_by",)}]
+    bench = Bench("films", kg, {"dev": scored}, train)
+    scores = measure(bench, scored, Embedder().encode)
+    assert set(scores) == {(labels, key) for labels in ("given", "found") for key in ("question", "shape")}
+    for (labels, key), score in scores.items():
+        assert score.labeled == 4 and score.voted == 1.0
+        if key == "shape":  # "Who starred in X?" is asked as two training questions were: by starring
+            assert score.first == 1.0, (labels, score)
+    assert "| films (2 scored) | found | shape | 4 | 1.000 |" in table({"films": scores}, {"films": 2})

@@ -8,6 +8,7 @@ import pytest
 
 from kgqa.programs.chains import ChainPrior
 from kgqa.programs.embedder import Embedder
+from kgqa.programs.question import question_shape
 
 ACTED = ("film.actor.film", "film.performance.film")
 BORN = ("people.person.place_of_birth",)
@@ -61,7 +62,8 @@ def test_it_round_trips_through_json_and_rejects_a_tampered_file(embedder):
     question = "Where was Lauren Conrad born?"
     assert copy.votes(question, embedder.encode) == prior.votes(question, embedder.encode)
     state = prior.to_dict()
-    for bad, message in [({**state, "version": 2}, "version 1"), ({**state, "neighbours": 0}, "neighbours"),
+    for bad, message in [({**state, "version": 3}, "version 1 or 2"), ({**state, "neighbours": 0}, "neighbours"),
+                         ({**state, "key": "words"}, "key must be one of"),
                          ({**state, "questions": state["questions"][:-1]}, "chains must hold"),
                          ({**state, "chains": [[["ok"], []]] * len(state["questions"])}, "chains must hold"),
                          ({**state, "questions": [1] * len(state["questions"])}, "questions must be")]:
@@ -85,3 +87,20 @@ def test_warming_encodes_the_training_questions_once_before_the_first_question(e
     assert votes.chain(ACTED) > 0.5
     ChainPrior().warm(encode)  # an untrained prior has nothing to encode
     assert len(asked) == 2
+
+
+def test_a_prior_keyed_by_shape_is_asked_by_shape_and_a_version_1_file_was_keyed_as_written(embedder):
+    # as written, "Who starred in Heat?" shares its film with "Who directed Heat?"; by shape it is
+    # "Who starred in X?", what the training questions about other films' stars were
+    written = [("Who directed Heat?", [list(DIRECTED)]), ("Who starred in Alien?", [list(ACTED)]),
+               ("Who starred in Jaws?", [list(ACTED)])]
+    prior = ChainPrior.fit([(question_shape(q, [q.split()[-1][:-1]]), paths) for q, paths in written], neighbours=1, key="shape")
+    assert prior.questions == ["Who directed X?", "Who starred in X?", "Who starred in X?"]
+    votes = prior.ask("Who starred in Heat?", ["Heat"], embedder.encode)
+    assert votes.chains == {ACTED: pytest.approx(1.0)}
+    assert ChainPrior.from_dict(json.loads(json.dumps(prior.to_dict()))).key == "shape"
+    old = {**ChainPrior.fit(written).to_dict(), "version": 1}
+    old.pop("key")
+    assert ChainPrior.from_dict(old).key == "question"
+    with pytest.raises(ValueError, match="keyed by one of"):
+        ChainPrior.fit(written, key="words")

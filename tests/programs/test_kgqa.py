@@ -93,6 +93,27 @@ def test_the_plan_decides_the_depth_and_sufficiency_may_add_a_hop(tmp_path):
     assert "Daegu" in told.answers and told.trace.extended_hops == 0  # planned 2 hops: sufficient at once
 
 
+def test_a_sure_chain_prior_takes_the_walk_a_hop_past_a_plan_that_stopped_on_its_way(tmp_path):
+    from kgqa.programs.chains import ChainPrior
+    from kgqa.programs.steps.sufficiency import GOES_ON
+
+    kg = metaqa_kg(tmp_path, ("Parasite", "directed_by", "Bong"), ("Bong", "born_in", "Daegu"))
+    question = "where was the director of [Parasite] born"
+    lm = oracle(["directed_by", "born_in"], hops=1)  # plans one hop, finds the evidence sufficient
+    program = KGQA(kg, config=WalkConfig(extraction=False))
+    assert ask(kg, lm, question, extraction=False).answers == ["Bong"]
+    program.chain_prior = ChainPrior.fit([("where was the director of [X] born", [["directed_by", "born_in"]])], key="shape")
+    with dspy.context(lm=lm):
+        pred = program(question=question)
+    assert pred.answers[0] == "Daegu"
+    assert pred.trace.planned_hops == 1 and pred.trace.extended_hops == 1
+    assert statuses(pred.trace)["sufficiency"] == [f"skipped: {GOES_ON}", "skipped: no hop left to add"]
+    assert "check_sufficiency" not in pred.trace.step_usage  # no call decided it
+    program.chain_prior = ChainPrior.fit([("where was the director of [X] born", [["directed_by"]])], key="shape")
+    with dspy.context(lm=lm):  # a prior sure of the chain the walk took has nothing to add
+        assert program(question=question).answers == ["Bong"]
+
+
 def test_a_plan_that_names_its_last_relation_needs_no_sufficiency_or_extraction_call(tmp_path):
     kg = metaqa_kg(tmp_path, ("Parasite", "directed_by", "Bong"), ("Mother", "directed_by", "Bong"), ("Okja", "written_by", "Bong"),
                     ("Parasite", "release_year", "2019"), ("Mother", "release_year", "2009"))
@@ -614,6 +635,7 @@ def test_the_compiled_chain_prior_ranks_the_chain_questions_like_this_one_went_b
     # "what is the home town of Lauren": the words fit home_town; the training questions asked like
     # it all went by moved_to (as the data labels them), and the prior lifts that chain's end first
     from kgqa.programs.chains import ChainPrior
+    from kgqa.programs.question import question_shape
 
     kg = metaqa_kg(tmp_path, ("Lauren", "home_town", "Laguna Beach"), ("Lauren", "moved_to", "Los Angeles"))
     question = "what is the home town of [Lauren]"
@@ -621,7 +643,7 @@ def test_the_compiled_chain_prior_ranks_the_chain_questions_like_this_one_went_b
     plain = ask(kg, oracle(["home_town", "moved_to"], hops=1), question, extraction=False)
     assert plain.answers[0] == "Laguna Beach" and plain.trace.prior_chains == []
     program = KGQA(kg, config=WalkConfig(extraction=False))
-    program.chain_prior = ChainPrior.fit(train)  # as compiling fits it
+    program.chain_prior = ChainPrior.fit(((question_shape(q, []), paths) for q, paths in train), key="shape")  # as compiled
     with dspy.context(lm=oracle(["home_town", "moved_to"], hops=1)):
         lifted = program(question=question)
     assert lifted.answers[0] == "Los Angeles" and lifted.trace.candidates[0] == "Los Angeles"
