@@ -6,8 +6,9 @@ compile sample of a `bench.reproduce` row (`--train` questions of seed `--seed`,
 graph), with the labels compiling gives them (`optimizers.paths.label_trainset`): the data's own
 paths where they hold (`given`), or, with them removed, the paths found from the answers alone
 (`found`); and with the training questions keyed two ways: as written, or by their shape (topic
-names blanked out, `programs.question.question_shape`), as compiling keys them since `ChainPrior`
-had a key.
+names blanked out, `programs.question.question_shape`), and as compiling keys them: by the one of
+the two under which the training questions, each asked of the others, are answered better
+(`ChainPrior.fit_best`).
 
 Each is asked about `--size` other dev questions: CWQ-mini dev rows outside the compile sample (the
 `cwq_bench(split="dev")` sample), MetaQA dev questions outside the compile sample and the row's test
@@ -36,8 +37,7 @@ import dspy  # noqa: E402
 
 from bench.accuracy import CWQ_MINI, HOPS, METAQA, Bench, answers_alone, cwq_bench, metaqa_bench  # noqa: E402
 from kgqa.data.jsonl import load_jsonl  # noqa: E402
-from kgqa.evaluate.metrics import gold_relation_paths  # noqa: E402
-from kgqa.optimizers.paths import label_paths, label_trainset, question_shapes  # noqa: E402
+from kgqa.optimizers.paths import best_relation_paths, label_paths, label_trainset, question_shapes, topic_names  # noqa: E402
 from kgqa.programs.chains import KEYS, ChainPrior, Key  # noqa: E402
 from kgqa.programs.embedder import Embedder  # noqa: E402
 
@@ -65,10 +65,13 @@ def answering(examples: Sequence[dspy.Example], kg) -> list[set[Chain]]:
     return chains
 
 
-def fitted(trainset: Sequence[dspy.Example], *, key: Key) -> ChainPrior:
-    """The prior compiling fits on the labeled `trainset`, keyed by `key`."""
+def fitted(trainset: Sequence[dspy.Example], *, key: Key | str, encode: Callable) -> ChainPrior:
+    """The prior fitted on the labeled `trainset`, keyed by `key`; "chosen": as compiling fits it,
+    by the key that answers the training questions better (`ChainPrior.fit_best`)."""
+    if key == "chosen":
+        return ChainPrior.fit_best(((ex.question, topic_names(ex), best_relation_paths(ex)) for ex in trainset), encode)
     texts = question_shapes(trainset) if key == "shape" else [ex.question for ex in trainset]
-    return ChainPrior.fit(zip(texts, map(gold_relation_paths, trainset)), key=key)
+    return ChainPrior.fit(zip(texts, map(best_relation_paths, trainset)), key=key)
 
 
 def score(prior: ChainPrior, scored: Sequence[dspy.Example], good: Sequence[set[Chain]], encode: Callable) -> Score:
@@ -97,19 +100,21 @@ def metaqa_scored(bench: Bench, size: int, seed: int, metaqa: Path) -> list[dspy
     return scored
 
 
-def measure(bench: Bench, scored: Sequence[dspy.Example], encode: Callable) -> dict[tuple[str, Key], Score]:
+def measure(bench: Bench, scored: Sequence[dspy.Example], encode: Callable) -> dict[tuple[str, str], Score]:
     good = answering(scored, bench.kg)
     scores = {}
     for labels, trainset in (("given", bench.train), ("found", answers_alone(bench.train))):
         start = time.perf_counter()
         labeled, _ = label_trainset(trainset, bench.kg, encode=encode)
-        for key in KEYS:
-            scores[labels, key] = score(fitted(labeled, key=key), scored, good, encode)
+        for key in (*KEYS, "chosen"):
+            prior = fitted(labeled, key=key, encode=encode)
+            key = key if key in KEYS else f"{key} ({prior.key})"
+            scores[labels, key] = score(prior, scored, good, encode)
             print(f"{bench.dataset} {labels} by {key}: {scores[labels, key]} ({time.perf_counter() - start:.0f} s)", flush=True)
     return scores
 
 
-def table(rows: dict[str, dict[tuple[str, Key], Score]], sizes: dict[str, int]) -> str:
+def table(rows: dict[str, dict[tuple[str, str], Score]], sizes: dict[str, int]) -> str:
     lines = ["| dataset | labels | keyed by | labeled | heaviest chain answers | in the 3 heaviest | any chain voted | "
              f"heaviest weighs >= {SURE} | of those, its length an answering chain's |", "|---|---|---|---|---|---|---|---|---|"]
     for dataset, scores in rows.items():

@@ -10,7 +10,8 @@ the data's own where they hold in the program's graph, else found there from its
    gold topics, path answer extraction's and answer sufficiency's gold choices (and, on request,
    every intermediate step's: `Budget.step_demos`);
 3. fits the parts that learn without an LM: the entity linker, the path scorer (with how far to trust
-   it, `programs.scorer.calibrate`) and the chain prior (keyed by question shape).
+   it, `programs.scorer.calibrate`) and the chain prior (keyed as written or by question shape,
+   whichever answers the training questions better, `ChainPrior.fit_best`).
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from collections.abc import Callable, Sequence
 import dspy
 from dspy.teleprompt import Teleprompter
 
-from kgqa.evaluate.metrics import gold_relation_paths, walk_metric
+from kgqa.evaluate.metrics import walk_metric
 from kgqa.kg import KGError, KnowledgeGraph
 from kgqa.optimizers.labels import gold_labels, interleave_depths, labeled_teacher, plan_demos, step_demos, topic_demos
-from kgqa.optimizers.paths import LONGEST, label_trainset, question_shapes
+from kgqa.optimizers.paths import LONGEST, best_relation_paths, label_trainset, topic_names
 from kgqa.optimizers.teleprompters import TELEPROMPTERS, Budget, make_teleprompter
 from kgqa.programs.chains import ChainPrior
 from kgqa.programs.linking import Linker
@@ -78,7 +79,8 @@ class GoldPaths(Teleprompter):
         if gold_teacher is not None:
             self._walked_pools(compiled, trainset, teacher_lm=gold_teacher)
         if hasattr(compiled, "chain_prior"):  # last: the pools above were walked as a question outside the trainset is
-            compiled.chain_prior = ChainPrior.fit(zip(question_shapes(trainset), map(gold_relation_paths, trainset)), key="shape")
+            compiled.chain_prior = ChainPrior.fit_best(((ex.question, topic_names(ex), best_relation_paths(ex)) for ex in trainset),
+                                                       compiled.embedder.encode)
         compiled.path_labels = sources
         return compiled
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import dspy
 import numpy as np
 
-from kgqa.evaluate.metrics import gold_paths, normalize
+from kgqa.evaluate.metrics import gold_paths, gold_relation_paths, normalize
 from kgqa.kg import Direction, KnowledgeGraph, Node
 from kgqa.kg.errors import KGError
 from kgqa.kg.paths import Chain, chains_from, walk
@@ -111,10 +111,11 @@ def label_trainset(
     examples: Sequence[dspy.Example], kg: KnowledgeGraph | None, *, longest: int = LONGEST,
     encode: Callable | None = None, progress: Progress = QUIET,
 ) -> tuple[list[dspy.Example], dict[str, int]]:
-    """Each example with its gold paths (`teacher_paths`, best first, `_taught`; [] where none) and
-    their source (`path_source`), and how many came from each source. With `encode` (sentence
-    vectors), paths that tie go in the order the training questions worded most like it vote for
-    (`break_ties`)."""
+    """Each example with its gold paths (`teacher_paths`, best first, `_taught`; [] where none), how
+    many of them fit its answers best (`best_paths`: all given ones; of found ones, those that tie
+    with the first) and their source (`path_source`), and how many came from each source. With
+    `encode` (sentence vectors), paths that tie go in the order the training questions worded most
+    like it vote for (`break_ties`)."""
     labels, counts = [], Counter({source: 0 for source in SOURCES})
     for ex in progress(examples, desc="gold paths"):
         label = label_paths(ex, kg, longest=longest)
@@ -122,9 +123,18 @@ def label_trainset(
         labels.append(label)
     if encode is not None and any(label.tied > 1 for label in labels):
         labels = break_ties(question_shapes(examples), labels, encode)
-    labeled = [ex.copy(teacher_paths=[[list(hop) for hop in path] for path in _taught(label)], path_source=label.source)
-               for ex, label in zip(examples, labels)]
+    labeled = [ex.copy(teacher_paths=[[list(hop) for hop in path] for path in _taught(label)], best_paths=_best(label),
+                       path_source=label.source) for ex, label in zip(examples, labels)]
     return labeled, dict(counts)
+
+
+def best_relation_paths(example: dspy.Example) -> list[list[str]]:
+    """The relation ids of the example's gold paths that fit its answers best (`best_paths` of them,
+    where it was labeled by `label_trainset`): what the chain prior is fitted on. A found label also
+    teaches the chains of its first path's length that fit less well (on MetaQA, "[X]'s writer's
+    films starred who" also reaches some answers by `has_tags`, a film's tags naming its actors):
+    voting for those too split the prior between them."""
+    return gold_relation_paths(example)[: getattr(example, "best_paths", None)]
 
 
 def break_ties(questions: Sequence[str], labels: Sequence[PathLabel], encode: Callable) -> list[PathLabel]:
@@ -187,6 +197,14 @@ def _taught(label: PathLabel) -> tuple[Path, ...]:
     return tuple(path for path in label.paths if len(path) == len(label.paths[0]))
 
 
+def _best(label: PathLabel) -> int:
+    """How many of the paths `_taught(label)` gives fit the answers best: every given one; of found
+    ones, those that tie with the first (they lead the ones of its length)."""
+    if label.source != "found":
+        return len(label.paths)
+    return sum(len(path) == len(label.paths[0]) for path in label.paths[: label.tied])
+
+
 def _relations(path: Path) -> list[str]:
     return [relation for relation, _ in path]
 
@@ -194,8 +212,12 @@ def _relations(path: Path) -> list[str]:
 def question_shapes(examples: Sequence[dspy.Example]) -> list[str]:
     """Each question with its topic names blanked out, as the plan's demos are matched (`topic_names`,
     which every loader fills, else the topic entities)."""
-    return [question_shape(ex.question, getattr(ex, "topic_names", None) or getattr(ex, "topic_entities", None) or ())
-            for ex in examples]
+    return [question_shape(ex.question, topic_names(ex)) for ex in examples]
+
+
+def topic_names(example: dspy.Example) -> list[str]:
+    """The names of an example's topic entities (`topic_names`, which every loader fills, else the topic entities)."""
+    return list(getattr(example, "topic_names", None) or getattr(example, "topic_entities", None) or ())
 
 
 def _holding(kg: KnowledgeGraph, topics: list[str], given: list[list[tuple[str, str | None]]], answers: list[str]) -> tuple[Path, ...]:

@@ -85,6 +85,21 @@ def test_labeling_a_trainset_counts_its_sources_and_compiles_from_the_labels():
     assert not hasattr(rows[1], "teacher_paths") or rows[1].get("teacher_paths") is None  # the rows given are left as they were
 
 
+def test_the_chain_prior_learns_only_the_found_chains_that_fit_best_and_every_given_one():
+    from kgqa.optimizers.paths import best_relation_paths
+
+    # the film's subjects name its director and more: a chain of the first path's length that fits less well
+    kg = rog_kg([*HURT_LOCKER[:1], ("The Hurt Locker", "film.film.subjects", "Kathryn Bigelow"),
+                 ("The Hurt Locker", "film.film.subjects", "Iraq War")])
+    given = row(ground_paths=[["film.film.directed_by"], ["film.film.subjects"]])
+    labeled, _ = label_trainset([row(), given], kg)
+    found, kept = labeled
+    assert [p[0][0] for p in found.teacher_paths] == ["film.film.directed_by", "film.film.subjects"]  # both taught
+    assert found.best_paths == 1 and best_relation_paths(found) == [["film.film.directed_by"]]
+    assert kept.best_paths == 2 and best_relation_paths(kept) == [["film.film.directed_by"], ["film.film.subjects"]]
+    assert best_relation_paths(row(ground_paths=[["film.film.directed_by"]])) == [["film.film.directed_by"]]  # unlabeled: all
+
+
 def test_chains_that_fit_equally_go_in_the_order_the_questions_worded_alike_share():
     from kgqa.programs.embedder import Embedder
 

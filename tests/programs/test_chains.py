@@ -104,3 +104,18 @@ def test_a_prior_keyed_by_shape_is_asked_by_shape_and_a_version_1_file_was_keyed
     assert ChainPrior.from_dict(old).key == "question"
     with pytest.raises(ValueError, match="keyed by one of"):
         ChainPrior.fit(written, key="words")
+
+
+def test_the_key_that_answers_the_training_questions_best_is_chosen(embedder):
+    # each film asked two ways: as written a question's nearest other is about the same film, by
+    # shape it is the same question about another film
+    films = ("Heat", "Alien", "Jaws", "Up", "Ran")
+    labeled = [(f"Who directed {film}?", [film], [list(DIRECTED)]) for film in films]
+    labeled += [(f"Who starred in {film}?", [film], [list(ACTED)]) for film in films]
+    by_shape = ChainPrior.fit(((question_shape(q, t), paths) for q, t, paths in labeled), neighbours=1, key="shape")
+    written = ChainPrior.fit(((q, paths) for q, _, paths in labeled), neighbours=1)
+    assert by_shape.self_score(embedder.encode) == 1.0  # every neighbour asks the same about another film
+    chosen = ChainPrior.fit_best(labeled, embedder.encode, neighbours=1)
+    assert chosen.key == ("shape" if by_shape.self_score(embedder.encode) > written.self_score(embedder.encode) else "question")
+    assert chosen.ask("Who starred in Taxi Driver?", ["Taxi Driver"], embedder.encode).sure(0.5) == ACTED
+    assert ChainPrior().self_score(embedder.encode) == 0.0

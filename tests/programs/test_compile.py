@@ -175,7 +175,6 @@ def test_a_program_saved_in_another_format_says_to_recompile_in_one_line(kg, tmp
 
 
 def test_question_answer_pairs_compile_the_whole_program_from_paths_found_in_the_graph(kg, train):
-    from kgqa.optimizers.paths import question_shapes
     from kgqa.programs.scorer import ScorerSettings
 
     pairs = [ex.copy(path=None) for ex in train]  # questions, answers and topic entities: no path
@@ -187,8 +186,9 @@ def test_question_answer_pairs_compile_the_whole_program_from_paths_found_in_the
     assert {1, 2} <= {len(d["hop_targets"]) for d in compiled.plan.predict.demos}  # gold plans of more than one length
     assert compiled.extract_answers.predict.demos and compiled.check_sufficiency.predict.demos
     assert compiled.path_scorer.trained and compiled.chain_prior.trained
-    prior, shapes = compiled.chain_prior, question_shapes(train)
-    assert prior.key == "shape" and sorted(prior.questions) == sorted(shapes)  # every question, by shape
+    prior = compiled.chain_prior
+    shapes = keyed(prior, train)
+    assert sorted(prior.questions) == sorted(shapes)  # every question, by the key compiling chose
     gold = {shape: {tuple(r for r, _ in ex.path) for ex, s in zip(train, shapes) if s == shape} for shape in shapes}
     same = [q for q, chains in zip(prior.questions, prior.chains) if gold[q] & set(chains)]
     assert len(same) >= 0.8 * len(train)  # the chains found are mostly the demo's own gold paths (others: shorter ways)
@@ -270,8 +270,6 @@ def test_a_program_compiled_without_the_path_scorer_loads_without_one_and_says_s
 def test_a_given_path_that_does_not_hold_in_the_graph_is_replaced_by_the_one_found_there(kg, train):
     from collections import defaultdict
 
-    from kgqa.optimizers.paths import question_shapes
-
     titanic = next(ex for ex in train if ex.question == "Who starred in Titanic?")
     wrong = titanic.copy(path=[["film.film.directed_by", "out"]])  # leads to the director, not to a star
     trainset = [wrong if ex is titanic else ex for ex in train]
@@ -279,13 +277,20 @@ def test_a_given_path_that_does_not_hold_in_the_graph_is_replaced_by_the_one_fou
         compiled = compile_program(KGQA(kg), "labeled", trainset=trainset, budget=Budget(demos=2))
     prior = compiled.chain_prior
     assert compiled.path_labels == {"given": len(train) - 1, "found": 1, "none": 0}
-    kept = defaultdict(list)  # the prior's chains by question shape (the training questions' topics blanked out)
+    kept = defaultdict(list)  # the prior's chains by question, keyed as compiling chose (as written or by shape)
     for shape, chains in zip(prior.questions, prior.chains):
         kept[shape].append(chains)
-    titanic_shape, other_shape = question_shapes([titanic, other := next(ex for ex in train if ex.question != titanic.question)])
+    titanic_shape, other_shape = keyed(prior, [titanic, other := next(ex for ex in train if ex.question != titanic.question)])
     assert tuple(r for r, _ in titanic.path) in [chains[0] for chains in kept[titanic_shape]]  # found, not the wrong one
     assert ("film.film.directed_by",) not in {c for chains in kept[titanic_shape] for c in chains}
     assert [tuple(r for r, _ in other.path)] in kept[other_shape]  # the paths that hold: as given
+
+
+def keyed(prior, examples) -> list[str]:
+    """The examples' questions as the compiled `prior` keys them (as written, or by shape)."""
+    from kgqa.optimizers.paths import question_shapes
+
+    return question_shapes(examples) if prior.key == "shape" else [ex.question for ex in examples]
 
 
 def assert_saved_beside(compiled, without, kg, directory, *, part: str, file: str, field: str, error: str) -> None:
@@ -340,8 +345,7 @@ def test_compiling_fits_the_chain_prior_to_the_gold_paths_and_saving_keeps_it(kg
         compiled = compile_program(KGQA(kg), "labeled", trainset=train, budget=Budget(demos=2))
     prior = compiled.chain_prior
     assert prior.trained and len(prior.questions) == sum(bool(gold_relation_paths(ex)) for ex in train)
-    titanic = prior.questions.index("Who starred in X?")  # keyed by shape: the topic's name blanked out
-    assert prior.key == "shape" and "Who starred in Titanic?" not in prior.questions
+    titanic = prior.questions.index(keyed(prior, [next(ex for ex in train if ex.question == "Who starred in Titanic?")])[0])
     assert prior.chains[titanic] == [tuple(r for r, _ in next(ex for ex in train if ex.question == "Who starred in Titanic?").path)]
     assert_saved_beside(compiled, KGQA(kg), kg, tmp_path / "p", part="chain_prior", file=CHAINS_FILE, field="chains",
                         error="chains.json: chains must hold")
