@@ -9,9 +9,9 @@ PAIRS_PER_CHAIN = 30  # ends of one relation chain scored with their names (a bo
 PRIOR_WEIGHT = 0.5  # times the compiled chain prior's weight (0..1), added to a candidate's similarity (0..1)
 # and to a relation's when the beam fills without the path scorer (dc5eab9, hand-set)
 PRIOR_SURE = 0.6  # a chain the prior weighs at least this takes the walk a hop further where the walk stopped on
-# its way (`programs.steps.sufficiency`): on dev questions outside the compile sample (bench.chain_prior), the
-# heaviest chain weighs this much on 0.853 of MetaQA's, of the answer's length on 0.977 of those; on 0.150 of
-# CWQ-mini's, 0.733 (hand-set)
+# its way (`programs.steps.sufficiency`): on dev questions outside the compile sample (bench.chain_prior, found
+# labels, 366fc0a), the heaviest chain weighs this much on 0.860 of MetaQA's, of the answer's length on 0.973 of
+# those; on 0.120 of CWQ-mini's, 0.778 (hand-set)
 PLANNED_BONUS = 0.3  # added to the similarity (0..1) of a candidate on the plan's chosen chain at its depth:
 # 0.15 -> 0.3 took MetaQA 3-hop seed 1 from Hits@1 0.900 to 0.967, the same compiled program (ddf3d29)
 # kept with the path scorer on: at 0 it lost 3 of 90 MetaQA seed-0 answers, gained none (docs/results.md)
