@@ -37,7 +37,7 @@ import dspy  # noqa: E402
 
 from bench.accuracy import CWQ_MINI, HOPS, METAQA, Bench, answers_alone, cwq_bench, metaqa_bench  # noqa: E402
 from kgqa.data.jsonl import load_jsonl  # noqa: E402
-from kgqa.optimizers.paths import best_relation_paths, label_paths, label_trainset, question_shapes, topic_names  # noqa: E402
+from kgqa.optimizers.paths import label_paths, label_trainset, prior_labels, topic_names  # noqa: E402
 from kgqa.programs.chains import KEYS, ChainPrior, Key  # noqa: E402
 from kgqa.programs.embedder import Embedder  # noqa: E402
 
@@ -69,16 +69,14 @@ def fitted(trainset: Sequence[dspy.Example], *, key: Key | str, encode: Callable
     """The prior fitted on the labeled `trainset`, keyed by `key`; "chosen": as compiling fits it,
     by the key that answers the training questions better (`ChainPrior.fit_best`)."""
     if key == "chosen":
-        return ChainPrior.fit_best(((ex.question, topic_names(ex), best_relation_paths(ex)) for ex in trainset), encode)
-    texts = question_shapes(trainset) if key == "shape" else [ex.question for ex in trainset]
-    return ChainPrior.fit(zip(texts, map(best_relation_paths, trainset)), key=key)
+        return ChainPrior.fit_best(prior_labels(trainset), encode)
+    return ChainPrior.fit_keyed(prior_labels(trainset), key=key)
 
 
 def score(prior: ChainPrior, scored: Sequence[dspy.Example], good: Sequence[set[Chain]], encode: Callable) -> Score:
     first = first3 = voted = sure = sure_length = 0
     for example, chains in zip(scored, good):
-        topics = getattr(example, "topic_names", None) or getattr(example, "topic_entities", None) or ()
-        votes = prior.ask(example.question, topics, encode)
+        votes = prior.ask(example.question, topic_names(example), encode)
         ranked = sorted(votes.chains, key=lambda c: (-votes.chains[c], c))
         first += bool(ranked) and ranked[0] in chains
         first3 += any(c in chains for c in ranked[:3])

@@ -25,7 +25,7 @@ from dspy.teleprompt import Teleprompter
 from kgqa.evaluate.metrics import walk_metric
 from kgqa.kg import KGError, KnowledgeGraph
 from kgqa.optimizers.labels import gold_labels, interleave_depths, labeled_teacher, plan_demos, step_demos, topic_demos
-from kgqa.optimizers.paths import LONGEST, best_relation_paths, label_trainset, topic_names
+from kgqa.optimizers.paths import LONGEST, label_trainset, prior_labels
 from kgqa.optimizers.teleprompters import TELEPROMPTERS, Budget, make_teleprompter
 from kgqa.programs.chains import ChainPrior
 from kgqa.programs.linking import Linker
@@ -79,8 +79,7 @@ class GoldPaths(Teleprompter):
         if gold_teacher is not None:
             self._walked_pools(compiled, trainset, teacher_lm=gold_teacher)
         if hasattr(compiled, "chain_prior"):  # last: the pools above were walked as a question outside the trainset is
-            compiled.chain_prior = ChainPrior.fit_best(((ex.question, topic_names(ex), best_relation_paths(ex)) for ex in trainset),
-                                                       compiled.embedder.encode)
+            compiled.chain_prior = ChainPrior.fit_best(prior_labels(trainset), compiled.embedder.encode)
         compiled.path_labels = sources
         return compiled
 

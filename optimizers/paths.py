@@ -128,6 +128,12 @@ def label_trainset(
     return labeled, dict(counts)
 
 
+def prior_labels(examples: Sequence[dspy.Example]) -> list[tuple[str, list[str], list[list[str]]]]:
+    """What the chain prior is fitted on (`ChainPrior.fit_best`, `fit_keyed`): each labeled example's
+    question, topic names and best-fitting relation paths."""
+    return [(ex.question, topic_names(ex), best_relation_paths(ex)) for ex in examples]
+
+
 def best_relation_paths(example: dspy.Example) -> list[list[str]]:
     """The relation ids of the example's gold paths that fit its answers best (`best_paths` of them,
     where it was labeled by `label_trainset`): what the chain prior is fitted on. A found label also

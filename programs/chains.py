@@ -3,9 +3,10 @@
 Complex questions over one graph reuse a small set of relation chains ("films an actor was in" is
 `film.actor.film -> film.performance.film` whoever the actor), and questions asked alike go by
 alike chains. Compiling keeps each training question with its gold relation paths (the data's own
-or found from its answers, `optimizers.paths`: relation ids, directions left out), keyed by its
-shape: its topic names blanked out (`programs.question.question_shape`), so that "who directed
-[Heat]" is near "who directed [Alien]" and not near "who starred in [Heat]". At answer time the
+or found from its answers, `optimizers.paths`: relation ids, directions left out), keyed as
+written or by its shape, its topic names blanked out (`programs.question.question_shape`, so that
+"who directed [Heat]" is near "who directed [Alien]" and not near "who starred in [Heat]"),
+whichever answers the training questions better (`ChainPrior.fit_best`). At answer time the
 questions nearest the one asked, keyed alike (cosine of sentence vectors), vote: a chain's weight is the
 similarity-weighted share of those neighbours whose gold paths include it, in 0..1, and a prefix
 of a chain (the relations a walk has taken so far) gets the share whose gold paths start with it.
@@ -91,15 +92,21 @@ class ChainPrior:
         templates around a bracketed name, the shape (0.89 of 300 dev questions get a chain that
         answers best against 0.39 as written); on CWQ-mini the name says what kind of thing is asked
         about (0.26 as written against 0.20; `bench.chain_prior`)."""
-        labeled = [(question, list(topics), paths) for question, topics, paths in labeled]
-        priors = [cls.fit(((question_shape(q, t) if key == "shape" else q, paths) for q, t, paths in labeled),
-                          neighbours=neighbours, key=key) for key in KEYS]
+        labeled = list(labeled)
+        priors = [cls.fit_keyed(labeled, key=key, neighbours=neighbours) for key in KEYS]
         return max(priors, key=lambda prior: prior.self_score(encode))
+
+    @classmethod
+    def fit_keyed(cls, labeled: Iterable[tuple[str, Sequence[str], Sequence[Sequence[str]]]], *, key: Key,
+                  neighbours: int = NEIGHBOURS) -> ChainPrior:
+        """Fitted on `(question, topic names, paths)` triples, each question keyed by `key`."""
+        return cls.fit(((_keyed(question, topics, key), paths) for question, topics, paths in labeled), neighbours=neighbours,
+                       key=key)
 
     def ask(self, question: str, topics: Sequence[str], encode: Callable) -> Votes:
         """The weights for `question` about the topic entities named `topics`, keyed as the training
         questions were."""
-        return self.votes(question_shape(question, topics) if self.key == "shape" else question, encode)
+        return self.votes(_keyed(question, topics, self.key), encode)
 
     def votes(self, question: str, encode: Callable) -> Votes:
         """The weights the `neighbours` training questions most like `question` (keyed as they are) give chains."""
@@ -165,3 +172,8 @@ class ChainPrior:
         ):
             raise ValueError("chains must hold, for each question, a list of relation lists")
         return cls(list(questions), [[tuple(p) for p in paths] for paths in chains], neighbours, key)
+
+
+def _keyed(question: str, topics: Sequence[str], key: Key) -> str:
+    """`question` as a prior keyed by `key` holds it: as written, or its shape."""
+    return question_shape(question, topics) if key == "shape" else question
