@@ -14,7 +14,11 @@ its own whose peak memory is measured, by each system: `similarity` (no LM, no c
 hand-set order), and with `--program` the compiled program's `scorer-alone` walk and the whole
 `program` under a fake LM that answers each call from a hash of its inputs (`bench.same_walk`): per
 question the walk's KG seconds, queries, rows and slowest query, and whether its answers are those
-of the smallest size.
+of the smallest size. And `linking`: each question's topic entities found from its words alone by
+the program's compiled linker (an uncompiled one without `--program`), over the names as the
+program finds them at that size (in memory, with sentence vectors while there are few enough, or
+the graph's text index past `max_index_names`): the names' set-up, the seconds to link a question,
+and how many are linked to exactly their topic entities.
 
     .venv/bin/python -m bench.kg_scale --sizes 1e5,1e6 --program bench/results/cwq-answers-seed0/program
     .venv/bin/python -m bench.kg_scale --sizes 1e5 --questions 20 --systems similarity   # minutes
@@ -47,7 +51,8 @@ from kgqa.env import stay_offline
 stay_offline()
 
 ROOT = Path(__file__).resolve().parents[1]
-SYSTEMS = ("similarity", "scorer-alone", "program")
+SYSTEMS = ("similarity", "scorer-alone", "program", "linking")
+NEEDS_PROGRAM = ("scorer-alone", "program")
 BACKENDS = ("embedded", "virtuoso")
 MAX_HUB = 1_000_000  # edges a hub gains at most
 HUBS = 4  # entities grown into hubs, largest first (each half the one before)
@@ -300,6 +305,9 @@ def walk_records(kg_spec: str, systems: Sequence[str], examples: Sequence, progr
     yield {"setup": True, "seconds": round(time.perf_counter() - start, 3), "inverse_pairs": len(inverses) // 2,
            "query": backend.slowest}
     for system in systems:
+        if system == "linking":
+            yield from link_records(kg, backend, examples, compiled)
+            continue
         program = walkers[system]()
         with dspy.context(lm=hashed_lm(), adapter=ConstrainedJSONAdapter()):
             for ex in examples:
@@ -310,6 +318,34 @@ def walk_records(kg_spec: str, systems: Sequence[str], examples: Sequence, progr
                        "kg_seconds": round(trace.kg_seconds, 4), "queries": trace.sparql_queries,
                        "rows": backend.rows, "slowest_query": round(max(backend.seconds, default=0.0), 4), "slowest_text": backend.slowest,
                        "error": trace.error}
+
+
+def link_records(kg, backend: TimedBackend, examples: Sequence, compiled) -> Iterator[dict]:
+    """Each question's topic entities found from its words alone: the compiled program's linker over
+    the names as it finds them (`names`: an index in memory, with sentence vectors up to
+    `MAX_VECTOR_NAMES`, or the graph's text index past `max_index_names`), else an uncompiled linker
+    (match quality alone). First the set-up a client pays once (the names indexed), then per question
+    the seconds to link, its queries, and whether it linked exactly the row's topic entities."""
+    from bench.linking import as_named
+    from kgqa.kg.errors import KGError
+    from kgqa.programs.linking import Linker
+
+    linker = compiled.linker if compiled is not None else Linker()
+    backend.reset()
+    start = time.perf_counter()
+    names = compiled.names(kg) if compiled is not None else kg.name_index()
+    yield {"setup": "linking", "seconds": round(time.perf_counter() - start, 3), "names": type(names).__name__,
+           "queries": len(backend.seconds)}
+    for ex in examples:
+        backend.reset()
+        start, linked, error = time.perf_counter(), [], None
+        try:
+            linked = as_named(linker.link(ex.question, names, graph=kg).linked, list(ex.topic_entities))
+        except KGError as exc:
+            error = str(exc)
+        yield {"system": "linking", "id": ex.id, "answers": sorted(linked), "kg_seconds": round(time.perf_counter() - start, 4),
+               "queries": len(backend.seconds), "rows": backend.rows, "slowest_query": round(max(backend.seconds, default=0.0), 4),
+               "slowest_text": backend.slowest, "exact": set(linked) == set(ex.topic_entities), "error": error}
 
 
 def walk(kg_spec: str, systems: Sequence[str], examples: Sequence, program_dir: Path | None, out: Path) -> float:
@@ -347,6 +383,7 @@ class Line:
     same: int  # questions answered as at the smallest size (this backend)
     changed_near_hub: int  # of the others: a hub within three hops of a topic entity (its cap may explain it)
     errors: int
+    exact: int | None = None  # linking: questions linked to exactly their topic entities
 
 
 def summarize(size: int, backend: str, system: str, load: Load, setup: float, peak: float, records: list[dict],
@@ -357,12 +394,13 @@ def summarize(size: int, backend: str, system: str, load: Load, setup: float, pe
                 round(statistics.fmean(seconds), 3), round(seconds[int(0.9 * (len(seconds) - 1))], 3),
                 round(statistics.fmean(r["queries"] for r in records), 1), round(statistics.fmean(r["rows"] for r in records)),
                 round(max(r["slowest_query"] for r in records), 3), len(records) - len(changed), len(changed & near),
-                sum(bool(r["error"]) for r in records))
+                sum(bool(r["error"]) for r in records), sum(r["exact"] for r in records) if system == "linking" else None)
 
 
 def table(lines: Sequence[Line]) -> str:
-    head = ("| triples | backend | load s (pyoxigraph's own) | triples/s | disk MB | load peak MB | set-up s | system | KG s/question (mean, p90) "
-            "| queries | rows | slowest query s | walk peak MB | answers as at the smallest | changed near a hub |")
+    head = ("| triples | backend | load s (pyoxigraph's own) | triples/s | disk MB | load peak MB | set-up s | system "
+            "| KG s/question (mean, p90; linking: s to link) | queries | rows | slowest query s | walk peak MB "
+            "| answers as at the smallest | changed near a hub | linked exactly |")
     out = [head, "|" + "---|" * (head.count("|") - 1)]
     for line in lines:
         load = line.load
@@ -370,7 +408,8 @@ def table(lines: Sequence[Line]) -> str:
         out.append(f"| {line.size:,} | {line.backend} | {load['seconds']:.0f}{bare} | {load['per_second']:,} | {load['disk_mb']:.0f} "
                    f"| {load['peak_mb']:.0f} | {line.setup_seconds:.2f} | {line.system} | {line.kg_seconds:.3f}, {line.kg_seconds_p90:.3f} | {line.queries} "
                    f"| {line.rows:,} | {line.slowest_query:.3f} | {line.walk_peak_mb:,.0f} | {line.same} / {line.questions} "
-                   f"| {line.changed_near_hub} of {line.questions - line.same} |")
+                   f"| {line.changed_near_hub} of {line.questions - line.same} "
+                   f"| {'-' if line.exact is None else f'{line.exact} / {line.questions}'} |")
     return "\n".join(out) + "\n"
 
 
@@ -386,7 +425,7 @@ def plot(lines: Sequence[Line], path: Path) -> None:
         ax.plot(*zip(*points), marker="o", label=f"{backend}, {system}")
     ax.set_xscale("log")
     ax.set_xlabel("triples in the graph")
-    ax.set_ylabel("KG seconds a question (mean)")
+    ax.set_ylabel("KG seconds a question (mean; linking: to link)")
     ax.set_title("kgqa's KG cost against graph size (200 CWQ-mini dev questions)")
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -433,8 +472,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--walk", default=None, help=argparse.SUPPRESS)  # the walking child: embedded:DIR or a URL
     parser.add_argument("--records", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    systems = parse_choice(args.systems or ",".join(SYSTEMS if args.program else SYSTEMS[:1]), SYSTEMS, "--systems")
-    if not args.program and set(systems) - {"similarity"}:
+    usable = [s for s in SYSTEMS if args.program or s not in NEEDS_PROGRAM]
+    systems = parse_choice(args.systems or ",".join(usable), SYSTEMS, "--systems")
+    if not args.program and set(systems) & set(NEEDS_PROGRAM):
         raise SystemExit("scorer-alone and program need --program DIR (a compiled CWQ-mini program)")
     examples = questions(args.questions, seed=args.seed)
     if args.walk:  # the child: walk, write, exit
@@ -474,15 +514,16 @@ def main(argv: list[str] | None = None) -> int:
                 if server is not None:
                     server.stop()
             records = [json.loads(line) for line in records_file.read_text().splitlines()]
-            setup = next(r for r in records if r.get("setup"))
+            setups = {r["setup"]: r for r in records if r.get("setup")}  # the client's (True), the linker's names
             records = [r for r in records if not r.get("setup")]
             with gzip.open(records_file.with_suffix(".jsonl.gz"), "wt", encoding="utf-8") as out:
-                out.writelines(json.dumps(r) + "\n" for r in [setup, *records])
+                out.writelines(json.dumps(r) + "\n" for r in [*setups.values(), *records])
             records_file.unlink()
             for system in systems:
                 mine = [r for r in records if r["system"] == system]
                 first = smallest.setdefault((backend, system), {r["id"]: r["answers"] for r in mine})
-                lines.append(summarize(size, backend, system, load, setup["seconds"], peak, mine, first, near))
+                setup = setups["linking" if system == "linking" else True]["seconds"]
+                lines.append(summarize(size, backend, system, load, setup, peak, mine, first, near))
                 print(table(lines[-1:]).splitlines()[-1], file=sys.stderr)
             write_outputs(args.out, lines, growths, examples=len(examples), sizes=sizes, argv=argv, done=False)
         if size != sizes[0]:

@@ -37,20 +37,25 @@ def test_a_grown_graph_keeps_the_questions_facts_reaches_its_size_and_grows_hubs
 
 def test_the_command_loads_walks_and_compares_each_size_on_both_backends(examples, tmp_path, virtuoso_installed):
     out = tmp_path / "out"
-    assert main(["--sizes", "6e4,1e5", "--questions", "12", "--systems", "similarity",
+    assert main(["--sizes", "6e4,1e5", "--questions", "12", "--systems", "similarity,linking",
                  "--work", str(tmp_path / "work"), "--out", str(out)]) == 0
     manifest = json.loads((out / "manifest.json").read_text())
-    lines = {(line["size"], line["backend"]): line for line in manifest["lines"]}
-    assert set(lines) == {(60_000, "embedded"), (60_000, "virtuoso"), (100_000, "embedded"), (100_000, "virtuoso")}
-    for (size, _), line in lines.items():
+    walks = {(line["size"], line["backend"]): line for line in manifest["lines"] if line["system"] == "similarity"}
+    links = {(line["size"], line["backend"]): line for line in manifest["lines"] if line["system"] == "linking"}
+    assert set(walks) == set(links) == {(60_000, "embedded"), (60_000, "virtuoso"), (100_000, "embedded"), (100_000, "virtuoso")}
+    for (size, _), line in walks.items():
         assert line["load"]["triples"] == size and line["load"]["seconds"] > 0 and line["walk_peak_mb"] > 0
         assert line["questions"] == 12 and line["errors"] == 0 and line["queries"] > 0 and line["rows"] > 0
-    assert all(lines[60_000, b]["same"] == 12 for b in ("embedded", "virtuoso"))  # the smallest is its own reference
+        assert line["exact"] is None
+    for line in links.values():  # the uncompiled linker finds some questions' topic entities exactly, from the names alone
+        assert line["questions"] == 12 and line["errors"] == 0 and 0 < line["exact"] <= 12 and line["kg_seconds"] > 0
+    assert all(lines[60_000, b]["same"] == 12 for lines in (walks, links) for b in ("embedded", "virtuoso"))  # the smallest is its own reference
     for backend in ("embedded", "virtuoso"):
         records = [json.loads(r) for r in gzip.open(out / "records" / f"100000-{backend}.jsonl.gz", "rt")]
-        assert records[0]["setup"] and len(records) == 13
+        assert [r["setup"] for r in records[:2]] == [True, "linking"] and records[1]["names"] == "NameIndex"
+        assert len(records) == 2 + 2 * 12
     table = (out / "table.md").read_text()
-    assert table.count("| similarity |") == 4 and (out / "cost.png").stat().st_size > 0
+    assert table.count("| similarity |") == table.count("| linking |") == 4 and (out / "cost.png").stat().st_size > 0
 
 
 def test_bad_options_are_one_line(capsys):
