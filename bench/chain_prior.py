@@ -6,9 +6,9 @@ compile sample of a `bench.reproduce` row (`--train` questions of seed `--seed`,
 graph), with the labels compiling gives them (`optimizers.paths.label_trainset`): the data's own
 paths where they hold (`given`), or, with them removed, the paths found from the answers alone
 (`found`); and with the training questions keyed two ways: as written, or by their shape (topic
-names blanked out, `programs.question.question_shape`), and as compiling keys them: by the one of
-the two under which the training questions, each asked of the others, are answered better
-(`ChainPrior.fit_best`).
+names blanked out, `programs.question.question_shape`), each neighbour weighing its similarity;
+and as compiling fits it: by the key and the neighbours' temperature under which the training
+questions, each asked of the others, are answered best (`ChainPrior.fit_best`).
 
 Each is asked about `--size` other dev questions: CWQ-mini dev rows outside the compile sample (the
 `cwq_bench(split="dev")` sample), MetaQA dev questions outside the compile sample and the row's test
@@ -67,7 +67,7 @@ def answering(examples: Sequence[dspy.Example], kg) -> list[set[Chain]]:
 
 def fitted(trainset: Sequence[dspy.Example], *, key: Key | str, encode: Callable) -> ChainPrior:
     """The prior fitted on the labeled `trainset`, keyed by `key`; "chosen": as compiling fits it,
-    by the key that answers the training questions better (`ChainPrior.fit_best`)."""
+    by the key and temperature that answer the training questions best (`ChainPrior.fit_best`)."""
     if key == "chosen":
         return ChainPrior.fit_best(prior_labels(trainset), encode)
     return ChainPrior.fit_keyed(prior_labels(trainset), key=key)
@@ -106,7 +106,7 @@ def measure(bench: Bench, scored: Sequence[dspy.Example], encode: Callable) -> d
         labeled, _ = label_trainset(trainset, bench.kg, encode=encode)
         for key in (*KEYS, "chosen"):
             prior = fitted(labeled, key=key, encode=encode)
-            key = key if key in KEYS else f"{key} ({prior.key})"
+            key = key if key in KEYS else f"{key} ({prior.key}, temperature {prior.temperature})"
             scores[labels, key] = score(prior, scored, good, encode)
             print(f"{bench.dataset} {labels} by {key}: {scores[labels, key]} ({time.perf_counter() - start:.0f} s)", flush=True)
     return scores

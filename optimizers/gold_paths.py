@@ -10,8 +10,9 @@ the data's own where they hold in the program's graph, else found there from its
    gold topics, path answer extraction's and answer sufficiency's gold choices (and, on request,
    every intermediate step's: `Budget.step_demos`);
 3. fits the parts that learn without an LM: the entity linker, the path scorer (with how far to trust
-   it, `programs.scorer.calibrate`) and the chain prior (keyed as written or by question shape,
-   whichever answers the training questions better, `ChainPrior.fit_best`).
+   it, `programs.scorer.calibrate`) and the chain prior (keyed as written or by question shape, its
+   neighbours weighed by similarity or sharper, whichever answers the training questions best,
+   `ChainPrior.fit_best`).
 """
 
 from __future__ import annotations

@@ -8,8 +8,11 @@ written or by its shape, its topic names blanked out (`programs.question.questio
 "who directed [Heat]" is near "who directed [Alien]" and not near "who starred in [Heat]"),
 whichever answers the training questions better (`ChainPrior.fit_best`). At answer time the
 questions nearest the one asked, keyed alike (cosine of sentence vectors), vote: a chain's weight is the
-similarity-weighted share of those neighbours whose gold paths include it, in 0..1, and a prefix
-of a chain (the relations a walk has taken so far) gets the share whose gold paths start with it.
+weighted share of those neighbours whose gold paths include it, in 0..1, and a prefix of a chain
+(the relations a walk has taken so far) gets the share whose gold paths start with it. A neighbour
+weighs its similarity, or with a `temperature` exp((similarity - the nearest's) / temperature), so
+that where some training questions are asked just like this one, they outvote the merely alike;
+compiling chooses the temperature with the key.
 The walk ranks candidate answers and fills its beam with these weights beside question similarity
 (`programs/kgqa.py`): retrieval-augmented relation planning, no LLM call.
 
@@ -19,9 +22,10 @@ prior, and every weight is 0.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from kgqa.programs.question import question_shape
@@ -32,6 +36,7 @@ MIN_SIMILARITY = 0.3  # a neighbour less like the question than this has no vote
 _MAX_QUESTIONS = 20_000  # kept at most (a prior of every question a large trainset has, not unbounded)
 Key = Literal["question", "shape"]  # a training question kept as written, or with its topic names blanked out
 KEYS: tuple[Key, ...] = ("question", "shape")
+TEMPERATURES = (None, 0.05, 0.02, 0.01)  # tried by `fit_best`; None: each neighbour weighs its similarity
 
 
 @dataclass
@@ -62,6 +67,7 @@ class ChainPrior:
     chains: list[list[Chain]] = field(default_factory=list)
     neighbours: int = NEIGHBOURS
     key: Key = "question"
+    temperature: float | None = None  # None: a neighbour weighs its similarity; else exp((it - the nearest's) / this)
     _vectors: object = field(default=None, repr=False, compare=False)
 
     @property
@@ -86,14 +92,20 @@ class ChainPrior:
     @classmethod
     def fit_best(cls, labeled: Iterable[tuple[str, Sequence[str], Sequence[Sequence[str]]]], encode: Callable, *,
                  neighbours: int = NEIGHBOURS) -> ChainPrior:
-        """Fitted on `(question, topic names, paths)` triples by the key under which the training
-        questions, each asked of the others, are answered best (`self_score`; equal: as written).
-        Which key finds a question's neighbours depends on the data: on MetaQA, whose questions are
-        templates around a bracketed name, the shape (0.89 of 300 dev questions get a chain that
-        answers best against 0.39 as written); on CWQ-mini the name says what kind of thing is asked
-        about (0.26 as written against 0.20; `bench.chain_prior`)."""
+        """Fitted on `(question, topic names, paths)` triples by the key and the `temperature` under
+        which the training questions, each asked of the others, are answered best (`self_score`;
+        equal: the first of `KEYS` and `TEMPERATURES`). Which key finds a question's neighbours
+        depends on the data: on MetaQA, whose questions are templates around a bracketed name, the
+        shape (0.89 of 300 dev questions get a chain that answers best against 0.39 as written); on
+        CWQ-mini the name says what kind of thing is asked about (0.26 as written against 0.20;
+        `bench.chain_prior`). A temperature lets the training questions of one template outvote
+        those of a template worded almost alike."""
         labeled = list(labeled)
-        priors = [cls.fit_keyed(labeled, key=key, neighbours=neighbours) for key in KEYS]
+        priors = []
+        for key in KEYS:
+            keyed = cls.fit_keyed(labeled, key=key, neighbours=neighbours)
+            keyed.warm(encode)
+            priors += [replace(keyed, temperature=temperature) for temperature in TEMPERATURES]
         return max(priors, key=lambda prior: prior.self_score(encode))
 
     @classmethod
@@ -130,6 +142,8 @@ class ChainPrior:
     def _votes(self, similarities) -> Votes:
         nearest = sorted(range(len(self.questions)), key=lambda i: -similarities[i])[: self.neighbours]
         voters = [(i, float(similarities[i])) for i in nearest if similarities[i] >= MIN_SIMILARITY]
+        if voters and self.temperature is not None:
+            voters = [(i, math.exp((similarity - voters[0][1]) / self.temperature)) for i, similarity in voters]
         total = sum(weight for _, weight in voters)
         if not total:
             return Votes()
@@ -149,13 +163,14 @@ class ChainPrior:
             self._vectors = encode(self.questions)
 
     def to_dict(self) -> dict:
-        return {"version": 2, "key": self.key, "neighbours": self.neighbours, "questions": self.questions,
-                "chains": [[list(chain) for chain in chains] for chains in self.chains]}
+        return {"version": 2, "key": self.key, "temperature": self.temperature, "neighbours": self.neighbours,
+                "questions": self.questions, "chains": [[list(chain) for chain in chains] for chains in self.chains]}
 
     @classmethod
     def from_dict(cls, state: object) -> ChainPrior:
         """A saved prior, its shape checked (a tampered file is a clear error). Version 1 (before
-        priors were keyed by shape) kept questions as written."""
+        priors were keyed by shape) kept questions as written; one saved without a temperature weighs
+        neighbours by their similarity."""
         if not isinstance(state, dict) or state.get("version") not in (1, 2):
             raise ValueError("not a kgqa chain prior (version 1 or 2)")
         questions, chains, neighbours = state.get("questions"), state.get("chains"), state.get("neighbours")
@@ -164,6 +179,9 @@ class ChainPrior:
             raise ValueError(f"key must be one of {KEYS}, not {key!r}")
         if not isinstance(neighbours, int) or neighbours < 1:
             raise ValueError("neighbours must be a positive integer")
+        temperature = state.get("temperature")
+        if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature > 0):
+            raise ValueError(f"temperature must be a positive number or null, not {temperature!r}")
         if not isinstance(questions, list) or not all(isinstance(q, str) for q in questions):
             raise ValueError("questions must be a list of strings")
         if not isinstance(chains, list) or len(chains) != len(questions) or not all(
@@ -171,7 +189,8 @@ class ChainPrior:
             for paths in chains
         ):
             raise ValueError("chains must hold, for each question, a list of relation lists")
-        return cls(list(questions), [[tuple(p) for p in paths] for paths in chains], neighbours, key)
+        return cls(list(questions), [[tuple(p) for p in paths] for paths in chains], neighbours, key,
+                   None if temperature is None else float(temperature))
 
 
 def _keyed(question: str, topics: Sequence[str], key: Key) -> str:
