@@ -12,7 +12,12 @@ weighted share of those neighbours whose gold paths include it, in 0..1, and a p
 (the relations a walk has taken so far) gets the share whose gold paths start with it. A neighbour
 weighs its similarity, or with a `temperature` exp((similarity - the nearest's) / temperature), so
 that where some training questions are asked just like this one, they outvote the merely alike;
-compiling chooses the temperature with the key.
+compiling chooses the temperature with the key. A question less like its nearest training question
+than nearly every training question is like its nearest other (`familiar_at`, the `FAMILIAR`
+quantile of those similarities, measured when compiling) is unlike what the prior was fitted on,
+and the prior says nothing about it: trained on 2- and 3-hop questions alone, it would otherwise be
+sure of a 3-relation chain for "who is the writer of [X]" because "who is the writer of the films
+written by [X]" is the nearest template there is.
 The walk ranks candidate answers and fills its beam with these weights beside question similarity
 (`programs/kgqa.py`): retrieval-augmented relation planning, no LLM call.
 
@@ -28,6 +33,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+import numpy as np
+
 from kgqa.programs.question import question_shape
 
 Chain = tuple[str, ...]
@@ -37,6 +44,10 @@ _MAX_QUESTIONS = 20_000  # kept at most (a prior of every question a large train
 Key = Literal["question", "shape"]  # a training question kept as written, or with its topic names blanked out
 KEYS: tuple[Key, ...] = ("question", "shape")
 TEMPERATURES = (None, 0.05, 0.02, 0.01)  # tried by `fit_best`; None: each neighbour weighs its similarity
+FAMILIAR = 0.01  # the share of training questions less like their nearest other than a question may be like its
+# nearest training question and still be voted on (hand-set: MetaQA's 1-hop questions asked of a prior of its 2- and
+# 3-hop ones are all below it; of the 180 of seeds 0 and 1 asked of priors fitted on every hop, one)
+_ROUNDING = 1e-5  # one similarity computed two ways (a question against the training matrix, or within it)
 
 
 @dataclass
@@ -68,6 +79,7 @@ class ChainPrior:
     neighbours: int = NEIGHBOURS
     key: Key = "question"
     temperature: float | None = None  # None: a neighbour weighs its similarity; else exp((it - the nearest's) / this)
+    familiar_at: float | None = None  # the least similarity to its nearest training question a question is voted on at
     _vectors: object = field(default=None, repr=False, compare=False)
 
     @property
@@ -99,13 +111,14 @@ class ChainPrior:
         shape (0.89 of 300 dev questions get a chain that answers best against 0.39 as written); on
         CWQ-mini the name says what kind of thing is asked about (0.26 as written against 0.20;
         `bench.chain_prior`). A temperature lets the training questions of one template outvote
-        those of a template worded almost alike."""
+        those of a template worded almost alike. The prior keeps its `familiarity`."""
         labeled = list(labeled)
         priors = []
         for key in KEYS:
             keyed = cls.fit_keyed(labeled, key=key, neighbours=neighbours)
             keyed.warm(encode)
-            priors += [replace(keyed, temperature=temperature) for temperature in TEMPERATURES]
+            familiar_at = keyed.familiarity()
+            priors += [replace(keyed, temperature=temperature, familiar_at=familiar_at) for temperature in TEMPERATURES]
         return max(priors, key=lambda prior: prior.self_score(encode))
 
     @classmethod
@@ -133,13 +146,26 @@ class ChainPrior:
         if not self.trained:
             return 0.0
         self.warm(encode)
-        similarities = self._vectors @ self._vectors.T
-        for i in range(len(self.questions)):
-            similarities[i, i] = -1.0  # a question has no vote on itself
+        similarities = self._among_themselves()
         hits = sum(self._votes(similarities[i]).sure(0.0) in self.chains[i] for i in range(len(self.questions)))
         return hits / len(self.questions)
 
+    def familiarity(self) -> float | None:
+        """The similarity to its nearest other that all but `FAMILIAR` of the training questions reach
+        (the prior warmed); None with fewer than two questions, where nothing says what is unlike them."""
+        if len(self.questions) < 2 or self._vectors is None:
+            return None
+        return float(np.quantile(self._among_themselves().max(axis=1), FAMILIAR))
+
+    def _among_themselves(self) -> np.ndarray:
+        """The training questions' similarities to each other, none to itself (a question has no vote on itself)."""
+        similarities = np.array(self._vectors @ self._vectors.T, dtype=float)
+        np.fill_diagonal(similarities, -1.0)
+        return similarities
+
     def _votes(self, similarities) -> Votes:
+        if self.familiar_at is not None and float(np.max(similarities)) < self.familiar_at - _ROUNDING:
+            return Votes()  # unlike every question the prior was fitted on
         nearest = sorted(range(len(self.questions)), key=lambda i: -similarities[i])[: self.neighbours]
         voters = [(i, float(similarities[i])) for i in nearest if similarities[i] >= MIN_SIMILARITY]
         if voters and self.temperature is not None:
@@ -163,14 +189,15 @@ class ChainPrior:
             self._vectors = encode(self.questions)
 
     def to_dict(self) -> dict:
-        return {"version": 2, "key": self.key, "temperature": self.temperature, "neighbours": self.neighbours,
+        return {"version": 2, "key": self.key, "temperature": self.temperature, "familiar_at": self.familiar_at,
+                "neighbours": self.neighbours,
                 "questions": self.questions, "chains": [[list(chain) for chain in chains] for chains in self.chains]}
 
     @classmethod
     def from_dict(cls, state: object) -> ChainPrior:
         """A saved prior, its shape checked (a tampered file is a clear error). Version 1 (before
         priors were keyed by shape) kept questions as written; one saved without a temperature weighs
-        neighbours by their similarity."""
+        neighbours by their similarity, and one saved without `familiar_at` votes on any question."""
         if not isinstance(state, dict) or state.get("version") not in (1, 2):
             raise ValueError("not a kgqa chain prior (version 1 or 2)")
         questions, chains, neighbours = state.get("questions"), state.get("chains"), state.get("neighbours")
@@ -182,6 +209,10 @@ class ChainPrior:
         temperature = state.get("temperature")
         if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature > 0):
             raise ValueError(f"temperature must be a positive number or null, not {temperature!r}")
+        familiar_at = state.get("familiar_at")
+        if familiar_at is not None and (isinstance(familiar_at, bool) or not isinstance(familiar_at, (int, float))
+                                        or not -1.0 <= familiar_at <= 1.0):
+            raise ValueError(f"familiar_at must be a similarity (-1 to 1) or null, not {familiar_at!r}")
         if not isinstance(questions, list) or not all(isinstance(q, str) for q in questions):
             raise ValueError("questions must be a list of strings")
         if not isinstance(chains, list) or len(chains) != len(questions) or not all(
@@ -190,7 +221,7 @@ class ChainPrior:
         ):
             raise ValueError("chains must hold, for each question, a list of relation lists")
         return cls(list(questions), [[tuple(p) for p in paths] for paths in chains], neighbours, key,
-                   None if temperature is None else float(temperature))
+                   None if temperature is None else float(temperature), None if familiar_at is None else float(familiar_at))
 
 
 def _keyed(question: str, topics: Sequence[str], key: Key) -> str:

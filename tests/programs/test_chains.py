@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -146,3 +147,29 @@ def test_with_a_temperature_questions_asked_just_alike_outvote_the_merely_alike_
     assert sharp.self_score(embedder.encode) > linear.self_score(embedder.encode)
     chosen = ChainPrior.fit_best(labeled, embedder.encode, neighbours=5)
     assert chosen.temperature is not None and chosen.ask(question, topics, embedder.encode).sure(0.6) == WRITERS_FILMS_STARS
+
+
+WRITERS_WRITERS = ("written_by", "written_by")
+
+
+def test_a_question_unlike_every_training_question_gets_no_votes_and_a_prior_saved_before_votes_on_any(embedder):
+    # fitted on 2- and 3-hop questions alone, the nearest template to the 1-hop "who is the writer of
+    # [X]" is "who is the writer of the films written by [X]": the prior would be sure of its chain
+    films = ("Heat", "Alien", "Jaws", "Up", "Ran")
+    labeled = [(f"who is the writer of the films written by [{film}]", [film], [list(WRITERS_WRITERS)]) for film in films]
+    labeled += [(f"the films written by the writer of [{film}] starred who", [film], [list(WRITERS_FILMS_STARS)])
+                for film in films]
+    prior = ChainPrior.fit_best(labeled, embedder.encode, neighbours=5)
+    one_hop, topics = "who is the writer of [Red Beard]", ["Red Beard"]
+    assert prior.familiar_at is not None and prior.ask(one_hop, topics, embedder.encode).chains == {}
+    assert replace(prior, familiar_at=None).ask(one_hop, topics, embedder.encode).sure(0.9) == WRITERS_WRITERS
+    for question, chain in (("who is the writer of the films written by [Red Beard]", WRITERS_WRITERS),
+                            ("the films written by the writer of [Red Beard] starred who", WRITERS_FILMS_STARS)):
+        assert prior.ask(question, topics, embedder.encode).sure(0.9) == chain  # questions asked alike still get votes
+    copy = ChainPrior.from_dict(json.loads(json.dumps(prior.to_dict())))
+    assert copy.familiar_at == prior.familiar_at and copy.ask(one_hop, topics, embedder.encode).chains == {}
+    older = {k: v for k, v in prior.to_dict().items() if k != "familiar_at"}
+    assert ChainPrior.from_dict(older).ask(one_hop, topics, embedder.encode).sure(0.9) == WRITERS_WRITERS
+    with pytest.raises(ValueError, match="familiar_at"):
+        ChainPrior.from_dict({**prior.to_dict(), "familiar_at": 2})
+    assert ChainPrior.fit([("Who directed Heat?", [list(DIRECTED)])]).familiarity() is None  # one question: no measure
