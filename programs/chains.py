@@ -152,10 +152,11 @@ class ChainPrior:
 
     def familiarity(self) -> float | None:
         """The similarity to its nearest other that all but `FAMILIAR` of the training questions reach
-        (the prior warmed); None with fewer than two questions, where nothing says what is unlike them."""
+        (the prior warmed); None with fewer than two questions, where nothing says what is unlike them.
+        At most 1: two questions keyed alike are 1 apart, give or take a rounding."""
         if len(self.questions) < 2 or self._vectors is None:
             return None
-        return float(np.quantile(self._among_themselves().max(axis=1), FAMILIAR))
+        return min(float(np.quantile(self._among_themselves().max(axis=1), FAMILIAR)), 1.0)
 
     def _among_themselves(self) -> np.ndarray:
         """The training questions' similarities to each other, none to itself (a question has no vote on itself)."""

@@ -173,3 +173,6 @@ def test_a_question_unlike_every_training_question_gets_no_votes_and_a_prior_sav
     with pytest.raises(ValueError, match="familiar_at"):
         ChainPrior.from_dict({**prior.to_dict(), "familiar_at": 2})
     assert ChainPrior.fit([("Who directed Heat?", [list(DIRECTED)])]).familiarity() is None  # one question: no measure
+    same = ChainPrior.fit_best([(f"who directed [{film}]", [film], [list(DIRECTED)]) for film in ("Heat", "Alien", "Up")],
+                               embedder.encode)  # every question keyed alike: 1 apart, give or take a rounding
+    assert ChainPrior.from_dict(json.loads(json.dumps(same.to_dict()))).familiar_at == same.familiar_at <= 1.0
