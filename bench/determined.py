@@ -69,7 +69,7 @@ def _chain_ends(kg: KnowledgeGraph, topic: str, longest: int) -> dict[tuple, fro
     found: dict[tuple, frozenset[str]] = {}
     try:
         for layer in chains_from(kg, [topic], longest=longest):
-            found.update((chain, frozenset(normalize(n.id if n.literal else (n.name or n.id)) for n in nodes) - {""})
+            found.update((chain, frozenset(normalize(n.label) for n in nodes) - {""})
                          for chain, nodes in layer.items())
     except KGError:
         return {}

@@ -260,7 +260,7 @@ def _walked(kg: KnowledgeGraph, topics: list[str], path: list[tuple[str, str | N
 
 def _f1(nodes: set[Node], golds: set[str]) -> float:
     """How well the names of `nodes` match the gold answers: F1 of the two sets, normalized."""
-    names = {normalize(n.id if n.literal else (n.name or n.id)) for n in nodes} - {""}
+    names = {normalize(n.label) for n in nodes} - {""}
     hits = len(names & golds)
     return 0.0 if not hits else 2 * hits / (len(names) + len(golds))
 
