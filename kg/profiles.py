@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote, unquote
 
 from kgqa.kg.errors import InvalidTermError
-from kgqa.kg.terms import Direction, check_iri, check_text
+from kgqa.kg.terms import check_iri, check_text
 
 RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
 SKOS_PREF_LABEL = "http://www.w3.org/2004/02/skos/core#prefLabel"
@@ -157,16 +157,6 @@ class KGProfile:
         """A relation as a short phrase, for the model and the path scorer: its last two names in
         words ('person place of birth', 'directed by', 'birth place')."""
         return self._remembered("phrase", relation, lambda r: " ".join(self.relation_parts(r)[-2:]).replace("_", " "))
-
-    def hop_phrase(self, relation: str, direction: Direction) -> str:
-        """A hop as a path reads it: its relation's phrase, and "(reverse)" where it was walked
-        back against the data and the graph keeps no inverse relations (`inverses` "none"): there
-        the name cannot say which end a hop reached (MetaQA's `has tags` leads from a film to its
-        tags, walked back from a tag to its films). Where inverses are kept (Freebase), the
-        walk's directions on a retrieved graph are partly the retriever's, and the relation's own
-        name says what it leads to: no mark."""
-        phrase = self.relation_phrase(relation)
-        return f"{phrase} (reverse)" if direction is Direction.IN and self.inverses == "none" else phrase
 
     def relation_words(self, label: str) -> str:
         """A relation label (a relation, or several through nameless nodes, 'a -> b') as all its

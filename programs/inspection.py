@@ -44,7 +44,7 @@ def labeling_inputs(program: KGQA, question: str, topic_entities: Sequence[str] 
         return None
     asking, candidates = state.asking, ranked.candidates
     best, topic = candidates[: asking.config.sufficiency_shown], demo_topic(asking)
-    phrase = asking.kg.profile.hop_phrase
+    phrase = asking.kg.profile.relation_phrase
     return {
         "extraction": {"candidate_paths": [c.path for c in ranked.shown], "known_facts": list(state.facts),
                        "memory_notes": list(state.memory), "candidates": [c.label for c in ranked.shown], "topic": topic},

@@ -235,17 +235,16 @@ class KGQA(KGProgram):
         reads like one to an answer). Without: similarity of the chain's words to the question, plus
         the chain prior's weight for the chains it begins."""
         asking = state.asking
+        phrase = asking.kg.profile.relation_phrase
         if asking.config.path_scorer and self.path_scorer.trained:
             state.scorer_used = True
             trails = [(label, t) for label, reached in by_label.items() for t in reached[:BEAM_TRAILS]]
-            scored = self.path_scorer.scores(asking.question, [render.plain_path(t, phrase=asking.kg.profile.hop_phrase)
-                                                               for _, t in trails])
+            scored = self.path_scorer.scores(asking.question, [render.plain_path(t, phrase=phrase) for _, t in trails])
             best: dict[str, float] = {}
             for (label, _), score in zip(trails, scored):
                 best[label] = max(best.get(label, score), score)
             return best
         labels = list(by_label)
-        phrase = asking.kg.profile.relation_phrase
         similar = self.embedder.similarities(asking.question, [chain_words(by_label[label][0].chain, phrase) for label in labels])
         return {label: s + PRIOR_WEIGHT * asking.votes.prefix(by_label[label][0].relations) for label, s in zip(labels, similar)}
 

@@ -112,7 +112,8 @@ def rank(asking: Asking, reached: list[Trail], embedder: Embedder, *, depth: int
             best[label] = (score, trail)
     meets = {label: sum(hops.values()) if len(hops) > 1 else 0 for label, hops in topics.items()}
     ranked = sorted(best, key=lambda label: (-len(topics[label]), meets[label], -best[label][0], label))
-    return [Candidate(label, trail, len(topics[label]), meets[label], render.plain_path(trail, phrase=asking.kg.profile.hop_phrase),
+    phrase = asking.kg.profile.relation_phrase
+    return [Candidate(label, trail, len(topics[label]), meets[label], render.plain_path(trail, phrase=phrase),
                       named=trail.score >= 1.0 and trail.chain in named)
             for label in ranked for trail in [best[label][1]]]
 

@@ -1,6 +1,5 @@
 """How walk state is written for the model and for users. No logic lives here. How a relation
-reads as words is the graph's convention: callers pass its profile's `relation_phrase` (or, for a
-hop of a path, `hop_phrase`)."""
+reads as words is the graph's convention: callers pass its profile's `relation_phrase`."""
 
 from __future__ import annotations
 
@@ -19,13 +18,12 @@ def compound_label(edges: Sequence[Edge]) -> str:
     return " -> ".join(map(relation_label, edges))
 
 
-def plain_path(trail: Trail, *, phrase: Callable[[str, Direction], str]) -> str:
-    """A trail as names and its hops' phrases (`phrase` of relation and direction: the profile's
-    `hop_phrase`), nameless (CVT) nodes left out:
+def plain_path(trail: Trail, *, phrase: Callable[[str], str]) -> str:
+    """A trail as names and relation phrases (`phrase`), nameless (CVT) nodes and directions left out:
     'Lou Seal -> mascot team -> San Francisco Giants -> championship event champion -> 2014 World Series'."""
     parts = [node_label(trail.topic)]
     for hop in trail.hops:
-        parts.append(phrase(hop.relation, hop.direction))
+        parts.append(phrase(hop.relation))
         if hop.node.literal or hop.node.name:
             parts.append(node_label(hop.node))
     return " -> ".join(parts)

@@ -48,7 +48,7 @@ class MemoryUpdate(LMStep):
         evidence = []
         for trails in by_name.values():
             ranked = sorted(trails, key=lambda t: rank[render.node_label(t.end)])
-            paths = dict.fromkeys(render.plain_path(t, phrase=asking.kg.profile.hop_phrase) for t in ranked)
+            paths = dict.fromkeys(render.plain_path(t, phrase=asking.kg.profile.relation_phrase) for t in ranked)
             evidence += list(paths)[: asking.config.sufficiency_shown]
         signature = self.predict.signature.with_updated_fields(
             "memory_notes", type_=Annotated[list[str], pydantic.Field(max_length=len(names))])

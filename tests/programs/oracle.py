@@ -35,7 +35,7 @@ def oracle(
         ends = []
         for path in inputs["candidate_paths"]:  # relation phrases are lower case; names and values are not, or are numbers
             parts = path.split(" -> ")
-            said = [p.removesuffix(" (reverse)") for p in parts[1:-1] if p == p.lower() and not p[:1].isdigit()]
+            said = [p for p in parts[1:-1] if p == p.lower() and not p[:1].isdigit()]
             if said and all(p in phrases for p in said):
                 ends.append(parts[-1])
         return {"extracted_answers": ends}
