@@ -49,7 +49,7 @@ class EmbeddedStore:
         path = Path(path)
         if not create and not (path / META_FILE).is_file():
             raise KGError(f"no kgqa store at {path} (create one with `kgqa kg load SOURCE --store {path}`)")
-        loading = json.loads((path / META_FILE).read_text()).get("loading") if not create else None
+        loading = _read_meta(path).get("loading") if not create else None
         if loading:  # a load into it stopped before its end (killed): part of a source is missing
             raise KGError(f"the store at {path} was still loading {', '.join(loading)} when the load stopped: run the same "
                           f"`kgqa kg load ... --store {path}` again (the triples already there are kept once)")
@@ -142,7 +142,7 @@ class EmbeddedStore:
     def read_meta(self) -> dict:
         if self.path is None or not (self.path / META_FILE).is_file():
             return {}
-        return json.loads((self.path / META_FILE).read_text())
+        return _read_meta(self.path)
 
     def write_meta(self, **fields: object) -> None:
         if self.path is None:
@@ -151,3 +151,18 @@ class EmbeddedStore:
         meta = {key: value for key, value in meta.items() if value is not None}  # None: the field is gone
         self.store.flush()
         (self.path / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+
+
+def _read_meta(path: Path) -> dict:
+    """The metadata kept beside the store in `path`; a file that is not a JSON object (cut short by
+    a full disk, edited by hand) is a KGError that says so, not a parser's traceback."""
+    meta_file = path / META_FILE
+    try:
+        meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise KGError(f"cannot read the store's metadata {meta_file}: {exc}; load the store again "
+                      f"(`kgqa kg load SOURCE --store {path}`)") from exc
+    if not isinstance(meta, dict):
+        raise KGError(f"the store's metadata {meta_file} is not a JSON object; load the store again "
+                      f"(`kgqa kg load SOURCE --store {path}`)")
+    return meta

@@ -6,7 +6,8 @@ import pyoxigraph as ox
 import pytest
 
 from kgqa.kg import Direction, Edge, EmbeddedStore, KnowledgeGraph
-from kgqa.kg.embedded import RELATION_INDEX
+from kgqa.kg.embedded import META_FILE, RELATION_INDEX
+from kgqa.kg.errors import KGError
 
 NS = "http://kgqa.local/metaqa/"
 
@@ -60,6 +61,21 @@ def test_any_number_of_processes_may_read_a_store_at_once(tmp_path):
     for reader in readers:
         assert KnowledgeGraph(reader, profile="metaqa").relations(["A"])["A"] == (Edge("r", Direction.OUT),)
         assert reader.relation_index is not None
+
+
+def test_a_store_whose_metadata_is_damaged_says_so_and_keeps_its_triples(tmp_path):
+    store = EmbeddedStore.open(tmp_path / "store", create=True)
+    store.add_triples([triple("A", "r", "B")])
+    store.write_meta(profile="metaqa")
+    del store
+    meta = tmp_path / "store" / META_FILE
+    whole = meta.read_text()
+    for damaged in (whole[: len(whole) // 2], '["profile"]', "\udcff"):  # cut short by a full disk, not an object, not UTF-8
+        meta.write_bytes(damaged.encode("utf-8", "surrogateescape"))
+        with pytest.raises(KGError, match=f"store's metadata {meta}.*load the store again"):
+            EmbeddedStore.open(tmp_path / "store", read_only=True)
+    meta.write_text(whole)  # the triples were never touched
+    assert len(EmbeddedStore.open(tmp_path / "store", read_only=True)) == 1
 
 
 def _ntriples(*triples: tuple[str, str, str]) -> EmbeddedStore:
