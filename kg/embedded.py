@@ -156,13 +156,11 @@ class EmbeddedStore:
 def _read_meta(path: Path) -> dict:
     """The metadata kept beside the store in `path`; a file that is not a JSON object (cut short by
     a full disk, edited by hand) is a KGError that says so, not a parser's traceback."""
-    meta_file = path / META_FILE
+    meta_file, again = path / META_FILE, f"load the store again (`kgqa kg load SOURCE --store {path}`)"
     try:
         meta = json.loads(meta_file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise KGError(f"cannot read the store's metadata {meta_file}: {exc}; load the store again "
-                      f"(`kgqa kg load SOURCE --store {path}`)") from exc
+        raise KGError(f"cannot read the store's metadata {meta_file}: {exc}; {again}") from exc
     if not isinstance(meta, dict):
-        raise KGError(f"the store's metadata {meta_file} is not a JSON object; load the store again "
-                      f"(`kgqa kg load SOURCE --store {path}`)")
+        raise KGError(f"the store's metadata {meta_file} is not a JSON object; {again}")
     return meta
