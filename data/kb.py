@@ -38,8 +38,10 @@ class LoadReport:
     seconds: float
 
 
-def load_source(store: EmbeddedStore, source: str | Path, *, format: str | None = None, progress: Progress = QUIET) -> LoadReport:
-    """Add one source to the store; `format` is guessed from the file suffix when not given."""
+def load_source(store: EmbeddedStore, source: str | Path, *, format: str | None = None, index: bool = True,
+                progress: Progress = QUIET) -> LoadReport:
+    """Add one source to the store; `format` is guessed from the file suffix when not given. With
+    `index` (the default) the store's relation index is rebuilt after it (its seconds counted)."""
     format = format or guess_format(source)
     if format not in FORMATS:
         raise DatasetError(f"unknown KG format {format!r}; choose one of {', '.join(FORMATS)}")
@@ -48,11 +50,13 @@ def load_source(store: EmbeddedStore, source: str | Path, *, format: str | None 
     before, start = len(store), time.perf_counter()
     if format in ("ntriples", "turtle"):
         with open_bytes(source, progress=progress) as handle:
-            store.load_file(handle, format=format, name=str(source))
+            store.load_file(handle, format=format, name=str(source), index=False)
     elif format == "metaqa":
-        store.add_triples(kb_triples(source, progress=progress))
+        store.add_triples(kb_triples(source, progress=progress), index=False)
     else:
-        store.add_triples(t for ex in load_rog(source) for t in graph_triples(ex.graph))
+        store.add_triples((t for ex in load_rog(source) for t in graph_triples(ex.graph)), index=False)
+    if index:
+        store.index_relations(progress=progress)
     return LoadReport(str(source), format, len(store) - before, time.perf_counter() - start)
 
 
@@ -69,10 +73,12 @@ def build_store(
     sources: list[str | Path], *, path: str | Path | None = None, format: str | None = None, profile: str | None = None,
     progress: Progress = QUIET,
 ) -> tuple[EmbeddedStore, str, list[LoadReport]]:
-    """Load sources into a new store (on disk when `path` is given) and record its metadata."""
+    """Load sources into a new store (on disk when `path` is given), index its relations once after
+    the last, and record its metadata (the index's seconds counted in the last source's)."""
     store = EmbeddedStore.open(path, create=True) if path is not None else EmbeddedStore()
     store.write_meta(loading=[str(source) for source in sources])  # until the last source is in
-    reports = [load_source(store, source, format=format, progress=progress) for source in sources]
+    reports = [load_source(store, source, format=format, index=i == len(sources) - 1, progress=progress)
+               for i, source in enumerate(sources)]
     profile = get_profile(profile).name if profile else guess_profile(store, [r.format for r in reports])
     store.write_meta(
         profile=profile,

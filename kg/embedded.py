@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -12,8 +13,10 @@ import pyoxigraph as ox
 
 from kgqa.kg.errors import KGError
 from kgqa.kg.name_table import NameTable
-from kgqa.kg.queries import RELATION_INDEX, RELATIONS_OF, index_relations
+from kgqa.kg.queries import RELATION_INDEX, RELATIONS_OF
+from kgqa.kg.relation_index import SPILL_PREFIX, build_relation_index
 from kgqa.kg.terms import RDF_LANG_STRING, RdfTerm
+from kgqa.progress import QUIET, Progress
 
 META_FILE = "kgqa-store.json"
 FORMATS = {"ntriples": ox.RdfFormat.N_TRIPLES, "turtle": ox.RdfFormat.TURTLE}
@@ -89,8 +92,9 @@ class EmbeddedStore:
                                                              lang=lang, stamp=str(len(self)))
         return table.search(words, limit=limit)
 
-    def add_triples(self, triples: Iterable[ox.Triple]) -> int:
-        """Add triples (pyoxigraph terms) to the default graph; returns how many were given."""
+    def add_triples(self, triples: Iterable[ox.Triple], *, index: bool = True) -> int:
+        """Add triples (pyoxigraph terms) to the default graph; returns how many were given. With
+        `index` (the default), the relation index is rebuilt; without, the caller rebuilds it."""
         count = 0
 
         def quads():
@@ -100,12 +104,17 @@ class EmbeddedStore:
                 yield ox.Quad(t.subject, t.predicate, t.object)
 
         self.store.bulk_extend(quads())
-        self.index_relations()
+        if index:
+            self.index_relations()
         return count
 
-    def index_relations(self) -> None:
-        """(Re)build the relation index from the default graph (`add_triples` and `load_file` do)."""
-        self.store.update(index_relations())
+    def index_relations(self, *, progress: Progress = QUIET) -> None:
+        """(Re)build the relation index from the default graph, in bounded memory (`kg.relation_index`;
+        `add_triples` and `load_file` do, unless told not to). A store on disk spills beside its data,
+        where what a killed build left is removed first (no other process writes to an open store)."""
+        for stale in self.path.glob(SPILL_PREFIX + "*") if self.path else ():
+            shutil.rmtree(stale, ignore_errors=True)
+        build_relation_index(self.store, spill_dir=self.path, triples=len(self), progress=progress)
         self._indexed = True
         self._name_tables.clear()  # the names may have changed with the data
 
@@ -116,9 +125,10 @@ class EmbeddedStore:
             self._indexed = self.store.contains_named_graph(ox.NamedNode(RELATION_INDEX))
         return (RELATION_INDEX, RELATIONS_OF) if self._indexed else None
 
-    def load_file(self, source: str | Path | BinaryIO, *, format: str, name: str | None = None) -> None:
+    def load_file(self, source: str | Path | BinaryIO, *, format: str, name: str | None = None, index: bool = True) -> None:
         """Parse N-Triples or Turtle straight into the store (pyoxigraph's bulk loader), from a file or
-        from a binary stream (`name` says what it is in errors). A bad triple is an error naming its line."""
+        from a binary stream (`name` says what it is in errors). A bad triple is an error naming its line.
+        With `index` (the default), the relation index is rebuilt; without, the caller rebuilds it."""
         try:
             rdf_format = FORMATS[format]
         except KeyError:
@@ -131,7 +141,8 @@ class EmbeddedStore:
                 self.store.bulk_load(path=str(source), format=rdf_format)
         except (SyntaxError, ValueError, OSError, EOFError) as exc:
             raise KGError(f"cannot load {name or source}: {exc}") from exc
-        self.index_relations()
+        if index:
+            self.index_relations()
 
     def __len__(self) -> int:
         """Triples in the default graph (the relation index is not counted)."""

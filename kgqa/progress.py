@@ -39,15 +39,25 @@ class Progress:
         return counted
 
     @contextmanager
+    def advancing(self, *, desc: str, total: int | None, unit: str, scale: bool = False) -> Iterator[Callable[[int], object]]:
+        """A callable that moves a bar of `total` on by its argument (none when quiet): for work that
+        reports how far it got (bytes read, triples read back) rather than being an iterable."""
+        if self.stream is None:
+            yield lambda count: None
+            return
+        from tqdm import tqdm
+
+        with tqdm(desc=desc, total=total, unit=unit, unit_scale=scale, file=self.stream, dynamic_ncols=True, mininterval=1.0) as bar:
+            yield bar.update
+
+    @contextmanager
     def reading(self, handle: BinaryIO, *, desc: str, total: int) -> Iterator[BinaryIO]:
         """`handle`, its bytes drawn as a bar of `total` as they are read."""
         if self.stream is None:
             yield handle
             return
-        from tqdm import tqdm
-
-        with tqdm(desc=desc, total=total, unit="B", unit_scale=True, file=self.stream, dynamic_ncols=True, mininterval=1.0) as bar:
-            yield io.BufferedReader(_Counted(handle, bar.update), buffer_size=1 << 20)
+        with self.advancing(desc=desc, total=total, unit="B", scale=True) as advance:
+            yield io.BufferedReader(_Counted(handle, advance), buffer_size=1 << 20)
 
 
 class _Counted(io.RawIOBase):

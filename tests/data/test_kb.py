@@ -94,3 +94,15 @@ def test_a_store_whose_load_was_killed_refuses_to_open_until_the_same_load_runs_
     again = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr
     assert len(EmbeddedStore.open(store, read_only=True)) == 300_000  # each triple once
+
+
+def test_two_sources_are_indexed_once_after_the_last_with_the_relations_of_both(tmp_path):
+    first, second = tmp_path / "first.nt", tmp_path / "second.txt"
+    first.write_text("<http://kgqa.local/metaqa/entity/Heathers> <http://kgqa.local/metaqa/relation/written_by> "
+                     "<http://kgqa.local/metaqa/entity/Daniel%20Waters> .\n")
+    second.write_text("Heathers|directed_by|Michael Lehmann\n")
+    store, profile, reports = build_store([first, second], path=tmp_path / "store")
+    assert profile == "metaqa" and reports[0].triples == 1 and reports[1].triples >= 1
+    kg = KnowledgeGraph(store, profile="metaqa")
+    assert {edge.relation for edge in kg.relations(["Heathers"])["Heathers"]} == {"written_by", "directed_by"}
+    assert store.read_meta()["sources"][1]["format"] == "metaqa" and "loading" not in store.read_meta()

@@ -1,0 +1,68 @@
+"""The relation index built in bounded memory: the same literals as one SPARQL GROUP BY, however
+many runs it spills, blank nodes included."""
+
+from __future__ import annotations
+
+import pyoxigraph as ox
+import pytest
+
+from kgqa.data.demo import DEMO_KG
+from kgqa.kg import EmbeddedStore
+from kgqa.kg.queries import RELATION_INDEX, index_relations
+from kgqa.kg.relation_index import SPILL_PREFIX, build_relation_index
+
+EX = "http://example.org/"
+
+
+def graph() -> ox.Store:
+    """The demo graph and the terms it lacks: a blank node, a non-ASCII IRI, a literal object, a repeated edge."""
+    store = ox.Store()
+    store.bulk_load(path=str(DEMO_KG), format=ox.RdfFormat.N_TRIPLES)
+    cvt, place = ox.BlankNode("cvt1"), ox.NamedNode(EX + "Zürich")
+    store.extend([
+        ox.Quad(cvt, ox.NamedNode(EX + "located_in"), place),
+        ox.Quad(cvt, ox.NamedNode(EX + "located_in"), ox.NamedNode(EX + "Switzerland")),
+        ox.Quad(place, ox.NamedNode(EX + "population"), ox.Literal("415215", datatype=ox.NamedNode("http://www.w3.org/2001/XMLSchema#integer"))),
+        ox.Quad(ox.NamedNode(EX + "Switzerland"), ox.NamedNode(EX + "contains"), cvt),
+    ])
+    return store
+
+
+def index_of(store: ox.Store) -> dict[str, set[str]]:
+    return {str(q.subject): set(q.object.value.split()) for q in store.quads_for_pattern(None, None, None, ox.NamedNode(RELATION_INDEX))}
+
+
+@pytest.mark.parametrize("run_entities", [1_000_000, 7])  # one run in memory; runs of 7 entities spilled and merged
+def test_the_index_is_the_one_a_sparql_group_by_builds(tmp_path, run_entities):
+    expected = graph()
+    expected.update(index_relations())
+    built = graph()
+    build_relation_index(built, spill_dir=tmp_path, run_entities=run_entities)
+    index = index_of(built)
+    assert index == index_of(expected)
+    assert index["_:cvt1"] == {">" + EX + "located_in", "<" + EX + "contains"}  # the store's own blank node
+    assert index[f"<{EX}Zürich>"] == {"<" + EX + "located_in", ">" + EX + "population"}
+    assert not any(key.startswith('"') for key in index)  # a literal has no relations of its own
+    assert list(tmp_path.iterdir()) == []  # the spilled runs are gone
+
+
+def test_building_again_replaces_the_index(tmp_path):
+    store = graph()
+    build_relation_index(store, spill_dir=tmp_path)
+    store.remove(ox.Quad(ox.NamedNode(EX + "Switzerland"), ox.NamedNode(EX + "contains"), ox.BlankNode("cvt1")))
+    build_relation_index(store, spill_dir=tmp_path, run_entities=5)
+    index = index_of(store)
+    assert index["_:cvt1"] == {">" + EX + "located_in"}
+    assert index[f"<{EX}Switzerland>"] == {"<" + EX + "located_in"}
+    assert len(index) == len({str(q.subject) for q in store.quads_for_pattern(None, None, None, ox.NamedNode(RELATION_INDEX))})
+
+
+def test_a_store_on_disk_removes_what_a_killed_build_left(tmp_path):
+    store = EmbeddedStore.open(tmp_path / "store", create=True)
+    left = tmp_path / "store" / (SPILL_PREFIX + "killed")
+    left.mkdir()
+    (left / "run-0").write_bytes(b"<urn:a>\t>urn:r\n")
+    store.load_file(DEMO_KG, format="ntriples")
+    assert not left.exists()
+    assert not list((tmp_path / "store").glob(SPILL_PREFIX + "*"))
+    assert store.relation_index is not None
