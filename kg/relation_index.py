@@ -27,6 +27,7 @@ from kgqa.kg.queries import RELATION_INDEX, RELATIONS_OF
 from kgqa.progress import QUIET, Progress
 
 RUN_ENTITIES = 1_000_000  # about 400 MB of Python objects a run
+DROP_BATCH = 100_000  # quads removed a transaction when an old index is dropped
 SPILL_PREFIX = "kgqa-relation-index-"  # a folder left by a build that was killed starts so
 _LITERAL = ord('"')
 
@@ -37,8 +38,7 @@ def build_relation_index(store: ox.Store, *, spill_dir: Path | None = None, run_
     Runs past the first are spilled under `spill_dir` (the system's temporary folder if None);
     `triples` (the default graph's size, if known) sizes the progress bar."""
     index = ox.NamedNode(RELATION_INDEX)
-    if store.contains_named_graph(index):
-        store.remove_graph(index)
+    _drop(store, index)
     with tempfile.TemporaryDirectory(prefix=SPILL_PREFIX, dir=spill_dir) as folder:
         with progress.advancing(desc="relation index", total=triples, unit="triple", scale=True) as advance:
             runs = _Runs(Path(folder), run_entities=run_entities, advance=advance)
@@ -47,6 +47,17 @@ def build_relation_index(store: ox.Store, *, spill_dir: Path | None = None, run_
         with blank.open("wb") as blank_lines:  # the bulk loader would take `_:b` for a new blank node
             store.bulk_load(input=_Lines(_index_lines(runs.merged(), blank=blank_lines)), format=ox.RdfFormat.N_TRIPLES, to_graph=index)
         store.bulk_extend(_blank_quads(blank, graph=index))
+
+
+def _drop(store: ox.Store, graph: ox.NamedNode, *, batch: int = DROP_BATCH) -> None:
+    """Remove a named graph `batch` quads a transaction: pyoxigraph holds a whole graph's removal in
+    memory (8.7 GB for an index of 2.7 million entities), and a store is indexed again after a kill."""
+    if not store.contains_named_graph(graph):
+        return
+    iri = f"<{graph.value}>"
+    while next(iter(store.quads_for_pattern(None, None, None, graph)), None) is not None:
+        store.update(f"DELETE {{ GRAPH {iri} {{ ?s ?p ?o }} }} WHERE {{ SELECT ?s ?p ?o WHERE {{ GRAPH {iri} {{ ?s ?p ?o }} }} LIMIT {batch} }}")
+    store.remove_graph(graph)  # empty by now
 
 
 class _Runs:

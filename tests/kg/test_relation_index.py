@@ -9,7 +9,7 @@ import pytest
 from kgqa.data.demo import DEMO_KG
 from kgqa.kg import EmbeddedStore
 from kgqa.kg.queries import RELATION_INDEX, index_relations
-from kgqa.kg.relation_index import SPILL_PREFIX, build_relation_index
+from kgqa.kg.relation_index import SPILL_PREFIX, _drop, build_relation_index
 
 EX = "http://example.org/"
 
@@ -66,3 +66,12 @@ def test_a_store_on_disk_removes_what_a_killed_build_left(tmp_path):
     assert not left.exists()
     assert not list((tmp_path / "store").glob(SPILL_PREFIX + "*"))
     assert store.relation_index is not None
+
+
+def test_an_old_index_is_dropped_a_batch_at_a_time_and_nothing_else_with_it():
+    store = graph()
+    build_relation_index(store)
+    triples = len(list(store.quads_for_pattern(None, None, None, ox.DefaultGraph())))
+    _drop(store, ox.NamedNode(RELATION_INDEX), batch=3)
+    assert not store.contains_named_graph(ox.NamedNode(RELATION_INDEX))
+    assert len(store) == triples
