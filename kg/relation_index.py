@@ -26,7 +26,7 @@ import pyoxigraph as ox
 from kgqa.kg.queries import RELATION_INDEX, RELATIONS_OF
 from kgqa.progress import QUIET, Progress
 
-RUN_ENTITIES = 1_000_000  # about 400 MB of Python objects a run
+RUN_ENTITIES = 500_000  # entities gathered in memory before a run is spilled
 DROP_BATCH = 100_000  # quads removed a transaction when an old index is dropped
 SPILL_PREFIX = "kgqa-relation-index-"  # a folder left by a build that was killed starts so
 _LITERAL = ord('"')
