@@ -24,6 +24,7 @@ from typing import BinaryIO
 import pyoxigraph as ox
 
 from kgqa.kg.queries import RELATION_INDEX, RELATIONS_OF
+from kgqa.kg.terms import sparql_iri
 from kgqa.progress import QUIET, Progress
 
 RUN_ENTITIES = 500_000  # entities gathered in memory before a run is spilled
@@ -57,7 +58,7 @@ def _drop(store: ox.Store, graph: ox.NamedNode, *, batch: int = DROP_BATCH) -> N
     memory (8.7 GB for an index of 2.7 million entities), and a store is indexed again after a kill."""
     if not store.contains_named_graph(graph):
         return
-    iri = f"<{graph.value}>"
+    iri = sparql_iri(graph.value)
     while next(iter(store.quads_for_pattern(None, None, None, graph)), None) is not None:
         store.update(f"DELETE {{ GRAPH {iri} {{ ?s ?p ?o }} }} WHERE {{ SELECT ?s ?p ?o WHERE {{ GRAPH {iri} {{ ?s ?p ?o }} }} LIMIT {batch} }}")
     store.remove_graph(graph)  # empty by now
