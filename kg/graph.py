@@ -101,6 +101,10 @@ NAME_LOOKUPS = ("auto", "index", "search")  # how the linker finds names: see Kn
 INVERSE_LOOKUPS = ("auto", "schema", "mirrored", "none")  # how inverse relations are found: see KnowledgeGraph.inverse_relations
 MIN_MIRRORED_FACTS = 3  # facts a pair of relations must state both ways round to be taken for inverses
 MIRRORS_FILE = "mirrored-relations.json"  # the pairs found by the scan, kept beside an on-disk store
+# facts of each relation read to find the relation it mirrors: every fact of a relation that has
+# fewer, so a small graph is counted whole and a relation of millions costs what one of 10,000 does
+MIRRORED_SAMPLE = 10_000
+MIRRORED_PER_QUERY = 25  # relations counted in one query (a UNION branch each)
 # moves asked in one query where each is capped in a subquery of its own (a UNION branch each). A
 # query's cost grows faster than its branches: 5,000 moves took 0.7 s in queries of 10 to 25 in
 # pyoxigraph, 4.9 s in queries of 200; 3,000 took 6.1 s in queries of 25 in Virtuoso, which refuses
@@ -369,9 +373,9 @@ class KnowledgeGraph:
         of the two in sorted order): film.performance.film and film.film.starring both to
         film.film.starring. Found once per client, by the profile's `inverses` (or the `inverses`
         given): "schema" asks the schema's reverse-property links (one cheap query, even on a full
-        Freebase); "mirrored" asks which relations state the same facts both ways round (a scan of
-        the graph: for stores and small endpoints) and pairs each relation with the one it mirrors
-        most, where that one mirrors it most too, in at least `MIN_MIRRORED_FACTS` facts (a director
+        Freebase); "mirrored" asks which relations state the same facts both ways round (each relation
+        read `MIRRORED_SAMPLE` facts deep, after one scan for the relations that join two nodes)
+        and pairs each relation with the one it mirrors most, where that one mirrors it most too, in at least `MIN_MIRRORED_FACTS` facts (a director
         who also produced makes directed_by mirror produced_by now and then, never most); "none":
         no relation has an inverse."""
         with _INDEX_LOCK:
@@ -391,9 +395,13 @@ class KnowledgeGraph:
         elif self.inverses_lookup == "mirrored":
             pairs = self._kept_mirrors()
             if pairs is None:
-                rows = self._select(queries.mirrored_relations(skip_prefixes=profile.skip_iri_prefixes(),
-                                                               skip_substrings=profile.skip_relation_substrings, limit=self.max_rows))
-                counts = {(p, q): int(r["n"].value) for r in rows for p, q in [relations(r)] if p and q}
+                skips = {"skip_prefixes": profile.skip_iri_prefixes(), "skip_substrings": profile.skip_relation_substrings}
+                edges = [row["p"].value for row in self._select(queries.edge_relations(**skips, limit=self.max_rows))]
+                counts = {}
+                for start in range(0, len(edges), MIRRORED_PER_QUERY):
+                    rows = self._select(queries.mirrored_relations(edges[start : start + MIRRORED_PER_QUERY], **skips,
+                                                                   per_relation=MIRRORED_SAMPLE))
+                    counts.update({(p, q): int(r["n"].value) for r in rows for p, q in [relations(r)] if p and q})
                 pairs = _mutual_mirrors(counts, MIN_MIRRORED_FACTS)
                 self._keep_mirrors(pairs)
         one_name: dict[str, str] = {}

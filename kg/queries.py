@@ -237,14 +237,26 @@ def link_scan(normalized_labels: Sequence[str], *, predicates: Sequence[str]) ->
     return f"SELECT DISTINCT ?label ?e WHERE {{ {union} FILTER(isLiteral(?label) && LCASE(STR(?label)) IN ({wanted})) }}"
 
 
-def mirrored_relations(*, skip_prefixes: Sequence[str], skip_substrings: Sequence[str], limit: int) -> str:
-    """Pairs of relations that state facts both ways round (`?s ?p ?o` and `?o ?q ?s`), with how
-    many: where a graph keeps a relation and its inverse (film.film.directed_by, film.director.film)."""
-    filters = _relation_filter("p", skip_prefixes, skip_substrings) + " " + _relation_filter("q", skip_prefixes, skip_substrings)
-    return (
-        f"SELECT ?p ?q (COUNT(*) AS ?n) WHERE {{ ?s ?p ?o . FILTER(isIRI(?o)) ?o ?q ?s . FILTER(?p != ?q) {filters} }} "
-        f"GROUP BY ?p ?q LIMIT {int(limit)}"
-    )
+def edge_relations(*, skip_prefixes: Sequence[str], skip_substrings: Sequence[str], limit: int) -> str:
+    """The distinct relations that join two nodes (an IRI object): those that can mirror one another."""
+    return f"SELECT DISTINCT ?p WHERE {{ ?s ?p ?o . FILTER(isIRI(?o)) {_relation_filter('p', skip_prefixes, skip_substrings)} }} LIMIT {int(limit)}"
+
+
+def mirrored_relations(relation_iris: Sequence[str], *, skip_prefixes: Sequence[str], skip_substrings: Sequence[str],
+                       per_relation: int) -> str:
+    """For each relation p, of its first `per_relation` facts between two nodes (`?s p ?o`), how
+    many the graph also states the other way round, by which relation q (`?o q ?s`): rows
+    (?p ?q ?n). Where a graph keeps a relation and its inverse (film.film.directed_by,
+    film.director.film), most facts of one are facts of the other. A relation is read only
+    `per_relation` facts deep, so a relation of millions of facts costs what a small one does; a
+    relation with fewer facts is counted whole."""
+    where = _relation_filter("q", skip_prefixes, skip_substrings)
+    blocks = []
+    for iri in map(sparql_iri, relation_iris):
+        facts = f"SELECT ?s ?o WHERE {{ ?s {iri} ?o . FILTER(isIRI(?o)) }} LIMIT {int(per_relation)}"
+        counted = f"SELECT ?q (COUNT(*) AS ?n) WHERE {{ {{ {facts} }} ?o ?q ?s . FILTER(?q != {iri}) {where} }} GROUP BY ?q"
+        blocks.append(f"{{ {{ {counted} }} BIND({iri} AS ?p) }}")
+    return f"SELECT ?p ?q ?n WHERE {{ {' UNION '.join(blocks)} }}"
 
 
 def reverse_properties(*, predicate: str, limit: int) -> str:

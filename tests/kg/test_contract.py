@@ -180,10 +180,11 @@ def test_inverse_relations_are_read_from_facts_stated_both_ways_round(demo_kg):
     kg = KnowledgeGraph(demo_kg.backend, profile="freebase", inverses="mirrored")
     before = kg.stats.queries
     inverse = kg.inverse_relations()
-    assert kg.stats.queries - before == 1
+    scanned = kg.stats.queries - before
+    assert scanned >= 2  # the relations that join two nodes, then what each mirrors (25 relations a query)
     assert inverse["film.film.directed_by"] == inverse["film.director.film"] == "film.director.film"
     assert "film.film.written_by" not in inverse
-    assert kg.scoped().inverse_relations() is inverse and kg.stats.queries - before == 1  # found once per client
+    assert kg.scoped().inverse_relations() is inverse and kg.stats.queries - before == scanned  # found once per client
     # the Freebase profile asks the schema's reverse_property links, which the demo does not hold
     assert KnowledgeGraph(demo_kg.backend, profile="freebase").inverse_relations() == {}
     assert KnowledgeGraph(demo_kg.backend, profile="freebase", inverses="none").inverse_relations() == {}
