@@ -13,7 +13,7 @@ import json
 import os
 import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, NamedTuple, Protocol, TypeVar
@@ -77,6 +77,15 @@ class Fanout(Generic[K, V]):
         return len(self.items)
 
 
+@dataclass(frozen=True)
+class _Followed:
+    """What one move brought: its neighbours, whether they were cut, and (when asked) the relations around each."""
+
+    nodes: tuple[Node, ...]
+    cut: bool
+    around: Mapping[str, tuple[Edge, ...]] | None
+
+
 @dataclass
 class KGStats:
     """Queries run and seconds spent in the backend; shared by every user of one client."""
@@ -110,6 +119,7 @@ MIRRORED_PER_QUERY = 25  # relations counted in one query (a UNION branch each)
 # pyoxigraph, 4.9 s in queries of 200; 3,000 took 6.1 s in queries of 25 in Virtuoso, which refuses
 # 500 a query. pyoxigraph's parser overflowed an 8 MB stack near 8,000 (a segfault).
 MOVES_PER_QUERY = 25
+HUB_MOVES = 100_000  # moves a client remembers as a hub's (cut at the cap), the oldest forgotten first
 MAX_VECTOR_NAMES = 300_000  # distinct names given sentence vectors (384 floats each: about 460 MB at most)
 
 
@@ -135,7 +145,7 @@ class KnowledgeGraph:
         max_rows: int = 10_000,
         scan_labels: bool = True,
         names: str = "auto",
-        max_index_names: int = 5_000_000,
+        max_index_names: int = MAX_VECTOR_NAMES,
         inverses: str = "auto",
     ) -> None:
         if names not in NAME_LOOKUPS:
@@ -158,6 +168,8 @@ class KnowledgeGraph:
         if self.inverses_lookup == "schema" and not self.profile.reverse_property:
             raise ValueError(f"inverses='schema' needs a profile that names its reverse-property predicate; {self.profile.name!r} does not")
         self._inverses: dict[str, dict[str, str]] = {}  # found once, shared by every scoped view
+        self._followed: dict[tuple[Move, int, bool], _Followed] | None = None  # a question's moves (`scoped`)
+        self._hub_moves: dict[Move, None] = {}  # moves found cut at the cap once: asked capped at once (oldest dropped)
 
     def __repr__(self) -> str:
         return f"KnowledgeGraph({self.backend.describe()}, profile={self.profile.name!r})"
@@ -170,6 +182,7 @@ class KnowledgeGraph:
         """A view on the same backend and profile with its own query counter (one per question)."""
         view = copy.copy(self)
         view.stats = KGStats()
+        view._followed = {}
         return view
 
     # -- the interface ---------------------------------------------------------------------
@@ -226,11 +239,31 @@ class KnowledgeGraph:
         ones (Freebase CVT nodes) have `name=None`. With `relations`, the same query also
         brings the relations around every entity reached (`Fanout.around`), which is what
         the next depth of a walk asks for: a depth then costs one round trip, not two.
+
+        A question's view (`scoped`) keeps what each move brought, so a move it follows again
+        (the walk's answers gathered after its hops) is read from there, not the graph.
         """
         unique = list(dict.fromkeys(Move(e, r, Direction(d)) for e, r, d in steps))
         if not unique:
             return Fanout({})
         cap = self._cap(limit, self.max_neighbours)
+        if self._followed is None:
+            return self._follow(unique, cap, names=names, relations=relations)
+        known = {m: self._followed[m, cap, names] for m in unique if (m, cap, names) in self._followed}
+        known = {m: kept for m, kept in known.items() if kept.around is not None or not relations}
+        asked = [m for m in unique if m not in known]
+        if asked:
+            fresh = self._follow(asked, cap, names=names, relations=relations)
+            for m in asked:
+                around = {n.id: fresh.around.get(n.id, ()) for n in fresh[m] if not n.literal} if relations else None
+                known[m] = _Followed(fresh[m], m in fresh.truncated, around)
+                self._followed[m, cap, names] = known[m]
+        items = {m: known[m].nodes for m in unique if known[m].nodes}
+        truncated = frozenset(m for m in unique if known[m].cut)
+        around = {node: edges for m in unique for node, edges in (known[m].around or {}).items()} if relations else {}
+        return Fanout(items, truncated, around)
+
+    def _follow(self, unique: list[Move], cap: int, *, names: bool, relations: bool) -> Fanout[Move, Node]:
         entity_iris = self._iris(s.entity for s in unique)
         relation_iris = {r: self.profile.relation_iri(r) for r in dict.fromkeys(s.relation for s in unique)}
         from_ids = names and self.profile.names_are_ids
@@ -356,11 +389,14 @@ class KnowledgeGraph:
         of every name, loaded from beside an on-disk store when it was built for the same triples,
         else built from `all_names` (and saved there). `names="search"`: a `TextSearchIndex` that asks
         the graph's text index per question (the endpoint's, or the embedded store's table of names
-        on disk). `"auto"`: the index, or the search when the graph has too many names to hold.
-        With `encode` (texts -> unit sentence vectors), a whole index of at most `MAX_VECTOR_NAMES`
-        distinct names also finds names by meaning (`LabelVectors`, its vectors kept beside an
-        on-disk store like the index)."""
+        on disk). `"auto"`: the index while the graph has at most `max_index_names` names (by default
+        `MAX_VECTOR_NAMES`: as many as get vectors), else the search. With `encode` (texts -> unit
+        sentence vectors), names are also found by meaning: a whole index of at most
+        `MAX_VECTOR_NAMES` distinct names as `LabelVectors` (its vectors kept beside an on-disk store
+        like the index), the search's names per question as they are found."""
         index = self._plain_name_index()
+        if encode is not None and isinstance(index, TextSearchIndex):
+            return index.with_vectors(encode)
         if encode is None or not isinstance(index, NameIndex) or len(set(index._folded)) > MAX_VECTOR_NAMES:
             return index
         with _INDEX_LOCK:
@@ -471,6 +507,7 @@ class KnowledgeGraph:
                 return list(named.items())
             return [(entity, entity_or_name) for entity in self.link([entity_or_name]).get(entity_or_name, ())]
 
+        self.search_names(["name"], limit=1)  # one search now: the store's table is built here, an endpoint without a text index says so
         return TextSearchIndex(self.search_names, resolve)
 
     def search_names(self, words: list[str], *, limit: int = 2_000) -> list[tuple[str, str]]:
@@ -535,36 +572,74 @@ class KnowledgeGraph:
         list from a whole one) before names and relations are joined to them.
 
         The common case is one query keeping `cap` x moves (entity, neighbour) pairs in all (one
-        move: its own cap). Where that cut (a hub among the moves), the frontier is asked once
-        more with each move capped in a subquery of its own (`MOVES_PER_QUERY` of them a query): the
-        hub's rows stop at its cap, and the other moves lose nothing. Only a frontier whose answer still fills `max_rows` is
-        split in halves. Returns the rows and the moves whose lists a LIMIT may have cut.
+        move: its own cap). Where that cut (a hub among the moves), the moves are asked again with
+        each capped in a subquery of its own (`_each_capped`): the hub's rows stop at its cap, and the
+        other moves lose nothing. A move found cut once (a hub's) is remembered by the client
+        (`HUB_MOVES` of them), so a later frontier with it goes to the capped subqueries at once.
+        Returns the rows and the moves whose lists a LIMIT may have cut.
         """
-        kept = min(cap * len(keys) + 1, self.max_rows - 1)
-        rows = self._select(query(keys, kept=kept))
-        pairs = len({(row["e"], row.get("r"), row.get("d"), row["n"]) for row in rows})
-        if pairs < kept and len(rows) < self.max_rows:
-            return rows, set()
-        if len(keys) == 1:  # its one cap: `_capped` sees the extra neighbour and says it was cut
-            return rows, set() if len(rows) < self.max_rows else set(keys)
-        rows = self._each_capped(keys, cap, query)
-        if rows is not None:
-            return rows, set()
-        half = len(keys) // 2
-        first, cut_first = self._neighbour_rows(keys[:half], cap, query)
-        second, cut_second = self._neighbour_rows(keys[half:], cap, query)
-        return first + second, cut_first | cut_second
-
-    def _each_capped(self, keys: list[Move], cap: int, query: Callable[..., str]) -> list[Row] | None:
-        """The moves' rows with each move capped in a subquery of its own, `MOVES_PER_QUERY` moves a
-        query; None where one query's answer filled `max_rows` (a LIMIT may have cut it)."""
+        hubs = [k for k in keys if k in self._hub_moves]
+        rest = [k for k in keys if k not in self._hub_moves]
         rows: list[Row] = []
-        for start in range(0, len(keys), MOVES_PER_QUERY):
-            part = self._select(query(keys[start : start + MOVES_PER_QUERY], per_key=cap + 1))
-            if len(part) >= self.max_rows:
-                return None
-            rows += part
-        return rows
+        if rest:
+            kept = min(cap * len(rest) + 1, self.max_rows - 1)
+            batch = self._select(query(rest, kept=kept))
+            pairs = len({(row["e"], row.get("r"), row.get("d"), row["n"]) for row in batch})
+            if pairs < kept and len(batch) < self.max_rows:
+                rows += batch
+            elif len(rest) == 1 and not hubs:  # its one cap: `_capped` sees the extra neighbour and says it was cut
+                self._remember_hubs(rest, batch, cap)
+                return batch, set() if len(batch) < self.max_rows else set(rest)
+            else:
+                hubs += rest
+        if not hubs:
+            return rows, set()
+        capped, cut = self._each_capped(hubs, cap, query)
+        self._remember_hubs(hubs, capped, cap)
+        return rows + capped, cut
+
+    def _each_capped(self, keys: list[Move], cap: int, query: Callable[..., str]) -> tuple[list[Row], set[Move]]:
+        """The moves' rows with each move capped in a subquery of its own, as many moves a query as
+        their caps fit in `max_rows` (at most `MOVES_PER_QUERY`). A query whose answer still fills
+        `max_rows` (neighbours of many names) is asked again in halves; a single move's that does
+        is returned as cut."""
+        per_query = max(1, min(MOVES_PER_QUERY, (self.max_rows - 1) // (cap + 1)))
+        rows: list[Row] = []
+        cut: set[Move] = set()
+        for start in range(0, len(keys), per_query):
+            part = keys[start : start + per_query]
+            got = self._select(query(part, per_key=cap + 1))
+            if len(got) < self.max_rows:
+                rows += got
+            elif len(part) == 1:
+                rows += got
+                cut |= set(part)
+            else:
+                for half in (part[: len(part) // 2], part[len(part) // 2 :]):
+                    more, more_cut = self._each_capped(half, cap, query)
+                    rows += more
+                    cut |= more_cut
+        return rows, cut
+
+    def _remember_hubs(self, keys: list[Move], rows: list[Row], cap: int) -> None:
+        """Keep the moves with more than `cap` neighbours in `rows`: a hub's, asked capped from now on."""
+        by_move = {(self.profile.entity_iri(k.entity), self.profile.relation_iri(k.relation), k.direction.value): k for k in keys}
+        by_entity = {self.profile.entity_iri(k.entity): k for k in keys}  # rows of one (relation, direction) name neither
+        pairs = set()
+        for row in rows:
+            relation, direction = row.get("r"), row.get("d")
+            if relation is None or direction is None:
+                key = by_entity.get(row["e"].value)
+            else:
+                key = by_move.get((row["e"].value, relation.value, direction.value))
+            if key is not None:
+                pairs.add((key, row["n"]))
+        with _INDEX_LOCK:
+            for key, neighbours in Counter(key for key, _ in pairs).items():
+                if neighbours > cap:
+                    self._hub_moves[key] = None
+            while len(self._hub_moves) > HUB_MOVES:
+                self._hub_moves.pop(next(iter(self._hub_moves)))
 
     def _relation_index(self) -> tuple[str, str] | None:
         """The backend's relation index (graph, predicate), if it keeps one (`EmbeddedStore` does)."""

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from kgqa.kg import Direction, EmbeddedStore, KnowledgeGraph, Move, Node, SparqlEndpoint, virtuoso
-from kgqa.kg.graph import MOVES_PER_QUERY
+from kgqa.kg import Direction, Edge, EmbeddedStore, KnowledgeGraph, Move, Node, SparqlEndpoint, virtuoso
+from kgqa.kg.graph import MOVES_PER_QUERY, Fanout
 
 NS = "http://rdf.freebase.com/ns/"
 EDGES = 20_000  # films of the hub country
@@ -73,8 +73,21 @@ def test_the_default_cap_keeps_a_thousand_of_the_hub(hub_kg):
     assert kg.stats.queries == 1 and kg.stats.rows == 1_001
 
 
+def test_a_move_found_cut_once_is_asked_capped_at_once(hub_kg):
+    kg = KnowledgeGraph(hub_kg.backend, profile="freebase")  # a client that has met no hub yet
+    hub = Move("m.0hub", "film.film.country", Direction.IN)
+    small = Move("m.0small", "film.film.country", Direction.IN)
+    first = kg.scoped()
+    found = first.follow([hub, small], limit=CAP)
+    assert first.stats.queries == 2 and first.stats.rows > 2 + CAP + 1  # the frontier cut, then asked capped
+    later = kg.scoped()
+    assert later.follow([small, hub], limit=CAP) == found
+    # the hub's move straight to its capped subquery, the small one's in a query of its own: no row read twice
+    assert later.stats.queries == 2 and later.stats.rows == 2 + CAP + 1
+
+
 def test_a_frontier_of_thousands_of_moves_beside_a_hub_is_asked_in_parts(hub_kg):
-    kg = hub_kg.scoped()
+    kg = KnowledgeGraph(hub_kg.backend, profile="freebase")  # a client that has met no hub yet
     many = EDGES if isinstance(kg.backend, EmbeddedStore) else 4 * MOVES_PER_QUERY  # Virtuoso: 50 ms a query
     films = [Move(f"m.0f{n}", "film.film.country", Direction.OUT) for n in range(many)]
     hub = Move("m.0hub", "film.film.country", Direction.IN)
@@ -84,3 +97,20 @@ def test_a_frontier_of_thousands_of_moves_beside_a_hub_is_asked_in_parts(hub_kg)
     assert kg.stats.queries == 1 + -(-(many + 1) // MOVES_PER_QUERY)
     assert all(result[f] == (Node("m.0hub", name="Hubland"),) for f in films[:: many // 50])
     assert len(result[hub]) == CAP and result.truncated == {hub}
+
+
+def test_a_question_reads_each_move_once(hub_kg):
+    kg = hub_kg.scoped()  # one question's view
+    hub = Move("m.0hub", "film.film.country", Direction.IN)
+    small = Move("m.0small", "film.film.country", Direction.IN)
+    first = kg.follow([hub, small], limit=CAP)
+    asked = kg.stats.queries
+    assert kg.follow([small, hub], limit=CAP) == first and kg.stats.queries == asked  # nothing read again
+    assert kg.follow([small], limit=CAP + 1).items == {small: first[small]} and kg.stats.queries == asked + 1  # another cap
+    around = kg.follow([small], limit=CAP, relations=True)  # the relations around its films were not asked: read now
+    assert kg.stats.queries == asked + 2 and around.around["m.0s0"] == (Edge("film.film.country", Direction.OUT),)
+    assert kg.follow([small], limit=CAP) == Fanout({small: first[small]}) and kg.stats.queries == asked + 2
+    client = KnowledgeGraph(hub_kg.backend, profile="freebase")  # no question's view: nothing kept
+    client.follow([small], limit=CAP)
+    client.follow([small], limit=CAP)
+    assert client.stats.queries == 2

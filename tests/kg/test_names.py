@@ -158,6 +158,28 @@ def test_a_graph_gives_its_names_vectors_when_asked_and_keeps_them_beside_the_st
     assert "m.0dodgers" in {m.entity for m in vectors.mentions("who pitched for the dodgers")}
 
 
+def test_a_graph_searched_for_its_names_finds_them_by_meaning_too(encoder, tmp_path):
+    """Past the names an index holds, each question's searched names get vectors as they are found:
+    the same mentions by meaning as a small graph's `LabelVectors`, no name encoded but those."""
+    store = EmbeddedStore.open(tmp_path / "store", create=True)
+    fb = "http://rdf.freebase.com/ns/"
+    name = ox.NamedNode(fb + "type.object.name")
+    store.add_triples([ox.Triple(ox.NamedNode(fb + entity), name, ox.Literal(text, language="en"))
+                       for entity, text in [("m.0dodgers", "Los Angeles Dodgers"), ("m.0miley", "Miley Cyrus"), ("m.0song", "Song")]])
+    kg = KnowledgeGraph(store, profile="freebase", max_index_names=2)
+    question = "when did the dodgers last win"
+    assert isinstance(kg.name_index(), TextSearchIndex)
+    assert "m.0dodgers" not in {m.entity for m in kg.name_index().mentions(question)}  # too few shared letters
+    searched = kg.name_index(encode=encoder)
+    encoder.texts.clear()
+    assert ("dodgers", "m.0dodgers") in {(m.text, m.entity) for m in searched.mentions(question) if m.how == "embedding"}
+    assert "los angeles dodgers" in encoder.texts and "miley cyrus" not in encoder.texts  # only the names its words found
+    encoder.texts.clear()
+    searched.mentions(question)
+    assert "los angeles dodgers" not in encoder.texts  # the question's names kept with their vectors
+    assert {m.entity for m in searched.mentions("which songs did miley cyrus sing") if m.how != "embedding"} >= {"m.0miley"}
+
+
 def test_a_damaged_index_file_is_rebuilt(tmp_path):
     (tmp_path / INDEX_FILE).write_text('{"version": 1, "stamp": "", "names": [["m.1", 7]]}')
     assert NameIndex.load(tmp_path) is None
