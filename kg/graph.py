@@ -432,7 +432,9 @@ class KnowledgeGraph:
             pairs = self._kept_mirrors()
             if pairs is None:
                 skips = {"skip_prefixes": profile.skip_iri_prefixes(), "skip_substrings": profile.skip_relation_substrings}
-                edges = [row["p"].value for row in self._select(queries.edge_relations(**skips, limit=self.max_rows))]
+                index = self._relation_index()  # its list of the relations that join two nodes, where it keeps one
+                listed = self._select(queries.edge_relations(**skips, limit=self.max_rows, index=index)) if index else []
+                edges = [row["p"].value for row in listed or self._select(queries.edge_relations(**skips, limit=self.max_rows))]
                 counts = {}
                 for start in range(0, len(edges), MIRRORED_PER_QUERY):
                     rows = self._select(queries.mirrored_relations(edges[start : start + MIRRORED_PER_QUERY], **skips,

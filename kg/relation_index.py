@@ -7,8 +7,9 @@ memory at once: 28 s and 1.2 GB at 10^6 triples, and at 10^7 past 9.6 GB after t
 growing. Here the default graph is read back once as N-Triples (`Store.dump`, in the engine), each
 line cut into its subject's token and its object's without parsing a term, the tokens gathered by
 entity in runs of at most `run_entities` entities, each full run sorted and spilled to a file, and
-the runs merged by entity into the index's literals, loaded back by the bulk loader. Memory holds
-one run; disk holds the spilled runs (smaller than the graph's N-Triples) until the end.
+the runs merged by entity into the index's literals, loaded back by the bulk loader, and the
+relations seen joining two nodes listed beside them. Memory holds one run; disk holds the spilled
+runs (smaller than the graph's N-Triples) until the end.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import BinaryIO
 
 import pyoxigraph as ox
 
-from kgqa.kg.queries import RELATION_INDEX, RELATIONS_OF
+from kgqa.kg.queries import EDGE_RELATION, RELATION_INDEX, RELATIONS_OF
 from kgqa.kg.terms import sparql_iri
 from kgqa.progress import QUIET, Progress
 
@@ -31,7 +32,7 @@ RUN_ENTITIES = 500_000  # entities gathered in memory before a run is spilled
 LOAD_LINES = 200_000  # index lines a bulk load: one load of 2.7 million held 3.9 GB at its peak
 DROP_BATCH = 100_000  # quads removed a transaction when an old index is dropped
 SPILL_PREFIX = "kgqa-relation-index-"  # a folder left by a build that was killed starts so
-_LITERAL = ord('"')
+_LITERAL, _IRI = ord('"'), ord("<")
 
 
 def build_relation_index(store: ox.Store, *, spill_dir: Path | None = None, run_entities: int = RUN_ENTITIES,
@@ -51,6 +52,8 @@ def build_relation_index(store: ox.Store, *, spill_dir: Path | None = None, run_
             while chunk := b"".join(itertools.islice(lines, LOAD_LINES)):  # a load holds its whole input's terms
                 store.bulk_load(input=chunk, format=ox.RdfFormat.N_TRIPLES, to_graph=index)
         store.bulk_extend(_blank_quads(blank, graph=index))
+        edge = ox.NamedNode(EDGE_RELATION)
+        store.bulk_extend(ox.Quad(index, edge, ox.NamedNode(p[1:-1].decode()), index) for p in sorted(runs.edges))
 
 
 def _drop(store: ox.Store, graph: ox.NamedNode, *, batch: int = DROP_BATCH) -> None:
@@ -74,11 +77,12 @@ class _Runs:
         self.spilled: list[Path] = []
         self.tail = b""
         self.tokens: dict[bytes, tuple[bytes, bytes]] = {}  # by predicate: one bytes object a token, shared
+        self.edges: set[bytes] = set()  # predicates seen with an IRI object (`<iri>`, brackets kept)
 
     def write(self, data: bytes) -> int:
         lines = (self.tail + bytes(data)).split(b"\n")
         self.tail = lines.pop()  # a line cut at the chunk's end waits for the next chunk
-        run, tokens = self.run, self.tokens
+        run, tokens, edges = self.run, self.tokens, self.edges
         for line in lines:
             subject, predicate, rest = line.split(b" ", 2)
             pair = tokens.get(predicate)
@@ -87,6 +91,8 @@ class _Runs:
             run[subject].add(pair[0])
             if rest[0] != _LITERAL:
                 run[rest[: rest.index(b" ")]].add(pair[1])
+                if rest[0] == _IRI:
+                    edges.add(predicate)
         self.advance(len(lines))
         if len(run) >= self.run_entities:
             self.spill()

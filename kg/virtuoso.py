@@ -156,8 +156,8 @@ class LocalVirtuoso:
         """(Re)build the relation index (`kg.queries.index_relations`): the relations around a
         frontier, and around what a hop reaches, are then one literal an entity, not a scan of its
         edges (a hub's million). Without the transaction log, as a bulk load runs."""
-        self.isql(f"log_enable(2,1); SPARQL CLEAR SILENT GRAPH <{queries.RELATION_INDEX}>; "
-                  f"SPARQL {' '.join(queries.index_relations(drop=False).split())}; checkpoint;", timeout=timeout)
+        updates = "".join(f"SPARQL {' '.join(update.split())}; " for update in queries.index_updates(drop=False))
+        self.isql(f"log_enable(2,1); SPARQL CLEAR SILENT GRAPH <{queries.RELATION_INDEX}>; {updates}checkpoint;", timeout=timeout)
 
     def _check_loaded(self) -> None:
         """The bulk loader logs a file it cannot read rather than failing: say so, with its error."""

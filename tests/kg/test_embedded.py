@@ -123,6 +123,20 @@ def test_the_scan_for_mirrored_relations_is_kept_beside_an_on_disk_store(tmp_pat
     assert grown.inverse_relations() == pairs and grown.stats.queries == scanned  # the store changed: scanned again
 
 
+def test_a_store_indexed_before_the_index_listed_its_relations_scans_for_them():
+    from kgqa.data.demo import DEMO_KG
+    from kgqa.kg.queries import EDGE_RELATION
+
+    store = EmbeddedStore()
+    store.load_file(DEMO_KG, format="ntriples")
+    pairs = KnowledgeGraph(store, profile="freebase", inverses="mirrored").inverse_relations()
+    index = ox.NamedNode(RELATION_INDEX)
+    kept = [q for q in store.store.quads_for_pattern(None, None, None, index) if q.predicate.value != EDGE_RELATION]
+    store.store.remove_graph(index)
+    store.store.extend(kept)  # the same literals, without the list of relations
+    assert KnowledgeGraph(store, profile="freebase", inverses="mirrored").inverse_relations() == pairs and pairs
+
+
 def _mirror_counts(store: EmbeddedStore, relations: list[str], per_relation: int) -> dict[tuple[str, str], int]:
     rows = store.select(queries.mirrored_relations(relations, skip_prefixes=(), skip_substrings=(), per_relation=per_relation))
     return {(row["p"].value, row["q"].value): int(row["n"].value) for row in rows}

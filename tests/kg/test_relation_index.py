@@ -43,6 +43,8 @@ def test_the_index_is_the_one_a_sparql_group_by_builds(tmp_path, run_entities):
     assert index["_:cvt1"] == {">" + EX + "located_in", "<" + EX + "contains"}  # the store's own blank node
     assert index[f"<{EX}Zürich>"] == {"<" + EX + "located_in", ">" + EX + "population"}
     assert not any(key.startswith('"') for key in index)  # a literal has no relations of its own
+    listed = index[f"<{RELATION_INDEX}>"]  # the relations that join two nodes: an IRI object, not a literal or a blank node
+    assert EX + "located_in" in listed and EX + "population" not in listed and EX + "contains" not in listed
     assert list(tmp_path.iterdir()) == []  # the spilled runs are gone
 
 
