@@ -436,9 +436,10 @@ class KnowledgeGraph:
                 listed = self._select(queries.edge_relations(**skips, limit=self.max_rows, index=index)) if index else []
                 edges = [row["p"].value for row in listed or self._select(queries.edge_relations(**skips, limit=self.max_rows))]
                 counts = {}
+                in_order = getattr(self.backend, "in_written_order", lambda query: query)  # each relation's facts first, then their mirrors
                 for start in range(0, len(edges), MIRRORED_PER_QUERY):
-                    rows = self._select(queries.mirrored_relations(edges[start : start + MIRRORED_PER_QUERY], **skips,
-                                                                   per_relation=MIRRORED_SAMPLE))
+                    rows = self._select(in_order(queries.mirrored_relations(edges[start : start + MIRRORED_PER_QUERY], **skips,
+                                                                            per_relation=MIRRORED_SAMPLE)))
                     counts.update({(p, q): int(r["n"].value) for r in rows for p, q in [relations(r)] if p and q})
                 pairs = _mutual_mirrors(counts, MIN_MIRRORED_FACTS)
                 self._keep_mirrors(pairs)

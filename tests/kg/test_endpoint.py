@@ -93,3 +93,15 @@ def test_long_queries_go_by_post(scripted):
 def test_only_http_urls_are_endpoints():
     with pytest.raises(KGError, match="must be an http"):
         SparqlEndpoint("file:///etc/passwd")
+
+
+def test_an_engine_other_than_virtuoso_gets_its_query_as_written(scripted):
+    query = "SELECT ?s WHERE { ?s ?p ?o } LIMIT 1"
+    assert SparqlEndpoint(scripted([]).url).in_written_order(query) == query
+
+
+def test_virtuoso_is_told_to_join_in_the_order_written(virtuoso_server):
+    endpoint = SparqlEndpoint(virtuoso_server.url)
+    ordered = endpoint.in_written_order("SELECT ?s WHERE { ?s ?p ?o } LIMIT 1")
+    assert ordered.startswith('DEFINE sql:select-option "order" ') and endpoint.server.startswith("Virtuoso")
+    assert len(endpoint.select(ordered)) == 1  # and Virtuoso takes it
