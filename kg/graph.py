@@ -409,9 +409,10 @@ class KnowledgeGraph:
         of the two in sorted order): film.performance.film and film.film.starring both to
         film.film.starring. Found once per client, by the profile's `inverses` (or the `inverses`
         given): "schema" asks the schema's reverse-property links (one cheap query, even on a full
-        Freebase); "mirrored" asks which relations state the same facts both ways round (each relation
-        read `MIRRORED_SAMPLE` facts deep, after one scan for the relations that join two nodes)
-        and pairs each relation with the one it mirrors most, where that one mirrors it most too, in at least `MIN_MIRRORED_FACTS` facts (a director
+        Freebase); "mirrored" asks which relations state the same facts both ways round (each
+        relation read `MIRRORED_SAMPLE` facts deep, from the relation index's list of the relations
+        that join two nodes, else a scan for them) and pairs each relation with the one it mirrors
+        most, where that one mirrors it most too, in at least `MIN_MIRRORED_FACTS` facts (a director
         who also produced makes directed_by mirror produced_by now and then, never most); "none":
         no relation has an inverse."""
         with _INDEX_LOCK:
