@@ -274,6 +274,9 @@ class TimedBackend:
         self.rows += len(rows)
         return rows
 
+    def __len__(self) -> int:  # what the files kept beside a store are stamped with (`KnowledgeGraph._stamp`)
+        return len(self.backend)
+
     def __getattr__(self, name: str):
         return getattr(self.backend, name)
 

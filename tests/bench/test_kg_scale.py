@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from bench.kg_scale import base_graph, grow, main, protected, questions, write_graph
+from bench.kg_scale import TimedBackend, base_graph, grow, main, protected, questions, write_graph
 
 
 @pytest.fixture(scope="module")
@@ -65,3 +65,12 @@ def test_bad_options_are_one_line(capsys):
         main(["--backends", "neo4j"])
     with pytest.raises(SystemExit, match="need --program"):
         main(["--systems", "program"])
+
+
+def test_a_timed_store_stamps_what_is_kept_beside_it_by_its_size():
+    from kgqa.kg import EmbeddedStore, KnowledgeGraph
+
+    store = EmbeddedStore()
+    timed = TimedBackend(store)
+    assert len(timed) == len(store) == 0
+    assert KnowledgeGraph(timed, profile="rog")._stamp() == "rog:0"  # not "rog:None", which any store would match
