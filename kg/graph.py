@@ -292,14 +292,18 @@ class KnowledgeGraph:
         relation_of = {iri: r for r, iri in relation_iris.items()}
         found: dict[Move, dict[Node, tuple]] = defaultdict(dict)
         around: dict[str, set[Edge]] = defaultdict(set)
-        rows, cut = self._neighbour_rows(unique, cap, query)
-        for row in rows:
-            node = self._node(row["n"])
+        def move_of(row: Row) -> Move | None:
+            """The move a row answers (None for a row of no move asked)."""
             if only is not None:  # one (relation, direction): the query returns neither
                 step = Move(entity_of.get(row["e"].value), only.relation, only.direction)
             else:
                 step = Move(entity_of.get(row["e"].value), relation_of.get(row["r"].value), Direction(row["d"].value))
-            if node is None or step.entity is None or step.relation is None:
+            return step if step.entity is not None and step.relation is not None else None
+
+        rows, cut = self._neighbour_rows(unique, cap, query, move_of)
+        for row in rows:
+            node, step = self._node(row["n"]), move_of(row)
+            if node is None or step is None:
                 continue
             best = found[step].get(node)
             rank = _name_rank(row, name_predicates)
@@ -395,13 +399,12 @@ class KnowledgeGraph:
         `MAX_VECTOR_NAMES` distinct names as `LabelVectors` (its vectors kept beside an on-disk store
         like the index), the search's names per question as they are found."""
         index = self._plain_name_index()
-        if encode is not None and isinstance(index, TextSearchIndex):
-            return index.with_vectors(encode)
-        if encode is None or not isinstance(index, NameIndex) or len(set(index._folded)) > MAX_VECTOR_NAMES:
+        if encode is None or (isinstance(index, NameIndex) and len(set(index._folded)) > MAX_VECTOR_NAMES):
             return index
         with _INDEX_LOCK:
             if "vectors" not in self._name_index:
-                self._name_index["vectors"] = LabelVectors.build(index, encode, directory=getattr(self.backend, "path", None), stamp=self._stamp())
+                self._name_index["vectors"] = (index.with_vectors(encode) if isinstance(index, TextSearchIndex) else
+                                               LabelVectors.build(index, encode, directory=getattr(self.backend, "path", None), stamp=self._stamp()))
             return self._name_index["vectors"]
 
     def inverse_relations(self) -> dict[str, str]:
@@ -571,7 +574,8 @@ class KnowledgeGraph:
         half = len(keys) // 2
         return self._batched_rows(keys[:half], per_key, query) + self._batched_rows(keys[half:], per_key, query)
 
-    def _neighbour_rows(self, keys: list[Move], cap: int, query: Callable[..., str]) -> tuple[list[Row], set[Move]]:
+    def _neighbour_rows(self, keys: list[Move], cap: int, query: Callable[..., str],
+                        move_of: Callable[[Row], Move | None]) -> tuple[list[Row], set[Move]]:
         """Rows for a frontier's moves, each move's neighbours cut at `cap` (+1, which tells a cut
         list from a whole one) before names and relations are joined to them.
 
@@ -592,14 +596,14 @@ class KnowledgeGraph:
             if pairs < kept and len(batch) < self.max_rows:
                 rows += batch
             elif len(rest) == 1 and not hubs:  # its one cap: `_capped` sees the extra neighbour and says it was cut
-                self._remember_hubs(rest, batch, cap)
+                self._remember_hubs(batch, cap, move_of)
                 return batch, set() if len(batch) < self.max_rows else set(rest)
             else:
                 hubs += rest
         if not hubs:
             return rows, set()
         capped, cut = self._each_capped(hubs, cap, query)
-        self._remember_hubs(hubs, capped, cap)
+        self._remember_hubs(capped, cap, move_of)
         return rows + capped, cut
 
     def _each_capped(self, keys: list[Move], cap: int, query: Callable[..., str]) -> tuple[list[Row], set[Move]]:
@@ -625,19 +629,9 @@ class KnowledgeGraph:
                     cut |= more_cut
         return rows, cut
 
-    def _remember_hubs(self, keys: list[Move], rows: list[Row], cap: int) -> None:
+    def _remember_hubs(self, rows: list[Row], cap: int, move_of: Callable[[Row], Move | None]) -> None:
         """Keep the moves with more than `cap` neighbours in `rows`: a hub's, asked capped from now on."""
-        by_move = {(self.profile.entity_iri(k.entity), self.profile.relation_iri(k.relation), k.direction.value): k for k in keys}
-        by_entity = {self.profile.entity_iri(k.entity): k for k in keys}  # rows of one (relation, direction) name neither
-        pairs = set()
-        for row in rows:
-            relation, direction = row.get("r"), row.get("d")
-            if relation is None or direction is None:
-                key = by_entity.get(row["e"].value)
-            else:
-                key = by_move.get((row["e"].value, relation.value, direction.value))
-            if key is not None:
-                pairs.add((key, row["n"]))
+        pairs = {(move, row["n"]) for row in rows if (move := move_of(row)) is not None}
         with _INDEX_LOCK:
             for key, neighbours in Counter(key for key, _ in pairs).items():
                 if neighbours > cap:

@@ -302,9 +302,13 @@ class LabelVectors:
     def mentions(self, question: str) -> list[Mention]:
         """The index's mentions, and for each span naming nothing exactly (up to `EMBEDDED_SPAN` words,
         not only stop words or digits) the names whose vectors are within `cutoff` of its own."""
+        return self.by_meaning(question, self.index.mentions(question))
+
+    def by_meaning(self, question: str, found: list[Mention]) -> list[Mention]:
+        """`found` (the mentions of an index of these names or more) and, for each span of the question
+        they name nothing exactly, the names of these vectors within `cutoff` of its own."""
         import numpy as np
 
-        found = self.index.mentions(question)
         named = {(m.start, m.end) for m in found if m.how in ("exact", "variant")}
         words = tokens(question)
         spans = [
@@ -386,12 +390,7 @@ class _Searched:
         self.index, self.vectors = index, vectors
 
     def mentions(self, question: str) -> list[Mention]:
-        found = self.index.mentions(question)
-        named = {(m.start, m.end) for m in found if m.how in ("exact", "variant")}  # as `LabelVectors` leaves them
-        kept = {(m.start, m.end, m.entity) for m in found}
-        extra = [m for m in self.vectors.mentions(question)
-                 if m.how == "embedding" and (m.start, m.end) not in named and (m.start, m.end, m.entity) not in kept]
-        return sorted([*found, *extra], key=lambda m: (m.start, -m.end, -m.similarity, m.entity))
+        return self.vectors.by_meaning(question, self.index.mentions(question))
 
 
 def _contains(words: list[str], span: tuple[str, ...]) -> bool:

@@ -171,6 +171,7 @@ def test_a_graph_searched_for_its_names_finds_them_by_meaning_too(encoder, tmp_p
     assert isinstance(kg.name_index(), TextSearchIndex)
     assert "m.0dodgers" not in {m.entity for m in kg.name_index().mentions(question)}  # too few shared letters
     searched = kg.name_index(encode=encoder)
+    assert kg.name_index(encode=encoder) is searched  # once per client, as a small graph's vectors
     encoder.texts.clear()
     assert ("dodgers", "m.0dodgers") in {(m.text, m.entity) for m in searched.mentions(question) if m.how == "embedding"}
     assert "los angeles dodgers" in encoder.texts and "miley cyrus" not in encoder.texts  # only the names its words found
