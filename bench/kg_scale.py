@@ -5,7 +5,9 @@ Each graph holds the questions' own graphs (their union) grown with seeded tripl
 shape around them (`grow`): entities with power-law degrees and names, nameless CVT nodes joining
 two of them, values, relation names drawn from the real ones as often as they occur, and hubs:
 the base graph's most linked entities that are no question's topic or answer, each given up to
-10^6 more edges through relations it already has. Nothing new touches a topic entity or an answer,
+10^6 more edges through relations it already has. As in Freebase, a grown fact of a relation the
+base graph states both ways round (its inverse pairs, found as the `rog` profile finds them) is
+stated both ways round too. Nothing new touches a topic entity or an answer,
 so an answer can change only where a walk passes a hub and meets its cap (`max_neighbours`).
 
 Per size and backend: the load (`kgqa kg load` into the embedded store, Virtuoso's bulk loader),
@@ -107,6 +109,7 @@ class Growth:
 
     base: int  # facts of the questions' own graphs
     hubs: dict[str, int]  # hub entity -> edges it gains (where the size leaves room)
+    inverses: int  # the base graph's inverse relation pairs, whose grown facts are stated both ways round
 
 
 def grow(base: Sequence[tuple[str, str, str]], keep: set[str], size: int, *, seed: int = 0) -> tuple[Iterator[tuple[str, str, str]], Growth]:
@@ -124,19 +127,27 @@ def grow(base: Sequence[tuple[str, str, str]], keep: set[str], size: int, *, see
     entities = max(10, room // 6)  # about six facts an entity, as in Freebase's topical part
 
     taken = {name for fact in base for name in (fact[0], fact[2])}
+    mirror = inverse_pairs(base)
+    one_way = ([r for r in names if r not in mirror], [relations[r] for r in names if r not in mirror])
 
     def index(skew: float) -> int:
         return int(entities * rng.random() ** skew)
+
+    def both_ways(head: str, relation: str, tail: str) -> Iterator[tuple[str, str, str]]:
+        yield head, relation, tail
+        if relation in mirror:
+            yield tail, mirror[relation], head
 
     def facts() -> Iterator[tuple[str, str, str]]:
         yield from base
         for hub, edges in hub_edges.items():
             for _ in range(edges):
-                yield f"grown {index(1.0)}", rng.choice(hub_relations[hub]), hub
+                yield from both_ways(f"grown {index(1.0)}", rng.choice(hub_relations[hub]), hub)
         cvts = 0
         while True:
-            # two grown entities are only ever joined lower to higher, so no two grown facts state
-            # one pair both ways round (which the `rog` profile would read as inverse relations)
+            # two grown entities are only ever joined lower to higher, so grown facts state a pair
+            # both ways round only by the base's own inverse pairs (the `rog` profile reads any
+            # other two relations joining a pair both ways as inverses)
             first, second_end = sorted((index(2.0), index(3.0)))
             head, tail = f"grown {first}", f"grown {second_end}"
             relation, second = rng.choices(names, weights, k=2)
@@ -144,16 +155,34 @@ def grow(base: Sequence[tuple[str, str, str]], keep: set[str], size: int, *, see
             if draw < CVT_SHARE:
                 cvt = f"m.0grown{cvts:x}"
                 cvts += 1
-                yield head, relation, cvt
-                yield cvt, second, tail
+                yield from both_ways(head, relation, cvt)
+                yield from both_ways(cvt, second, tail)
             elif draw < CVT_SHARE + VALUE_SHARE:
                 value = f"{rng.randint(1, 10**9):,}"  # the rog profile names every node: a value no base node is named
+                relation = rng.choices(*one_way)[0] if one_way[0] else relation  # a value by a relation with no inverse
                 if value not in taken:
                     yield head, relation, value
             elif first != second_end:
-                yield head, relation, tail
+                yield from both_ways(head, relation, tail)
 
-    return facts(), Growth(base=len(base), hubs=hub_edges)
+    return facts(), Growth(base=len(base), hubs=hub_edges, inverses=len(mirror) // 2)
+
+
+def inverse_pairs(base: Sequence[tuple[str, str, str]]) -> dict[str, str]:
+    """The base graph's inverse relations, each mapped to its pair's other: the relations that state
+    the same facts both ways round, paired as the `rog` profile's `inverses="mirrored"` pairs them
+    (`KnowledgeGraph.inverse_relations`), here over the whole base graph."""
+    from kgqa.kg.graph import MIN_MIRRORED_FACTS, _mutual_mirrors
+
+    by_pair: dict[tuple[str, str], set[str]] = {}
+    for head, relation, tail in base:
+        by_pair.setdefault((head, tail), set()).add(relation)
+    counts = Counter((relation, back) for head, relation, tail in base
+                     for back in by_pair.get((tail, head), ()) if back != relation)
+    mirror = {}
+    for p, q in _mutual_mirrors(counts, MIN_MIRRORED_FACTS):
+        mirror[p], mirror[q] = q, p
+    return mirror
 
 
 def write_graph(path: Path, facts: Iterable[tuple[str, str, str]], size: int) -> int:

@@ -5,11 +5,12 @@ answers are those of the smallest graph (CI runs the 10^5 size only)."""
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 
 import pytest
 
-from bench.kg_scale import TimedBackend, base_graph, grow, main, protected, questions, write_graph
+from bench.kg_scale import TimedBackend, base_graph, grow, inverse_pairs, main, protected, questions, write_graph
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +34,20 @@ def test_a_grown_graph_keeps_the_questions_facts_reaches_its_size_and_grows_hubs
     grown = [line for line in lines if "/entity/grown%20" in line or "/entity/m.0grown" in line]
     touched = {name for name in keep for line in grown if f"/entity/{name.replace(' ', '%20')}>" in line}
     assert grown and not touched  # nothing grown touches a topic entity or an answer
+
+
+def test_grown_facts_of_the_bases_inverse_pairs_are_stated_both_ways_round_as_in_freebase(examples):
+    base = base_graph(examples)
+    mirror = inverse_pairs(base)
+    assert mirror["film.film.starring"] == "film.performance.film" and mirror["film.performance.film"] == "film.film.starring"
+    assert all(mirror[q] == p for p, q in mirror.items())
+    facts, growth = grow(base, protected(examples), 20_000, seed=3)
+    grown = list(itertools.islice(facts, len(base) + 30_000))[len(base):]
+    assert growth.inverses == len(mirror) // 2
+    stated = set(grown)
+    paired = [(h, r, t) for h, r, t in grown if r in mirror]
+    assert len(paired) > 1_000 and all((t, mirror[r], h) in stated for h, r, t in paired[:-1])  # the last may be cut
+    assert any(r not in mirror for _, r, _ in grown)  # the others one way only
 
 
 def test_the_command_loads_walks_and_compares_each_size_on_both_backends(examples, tmp_path, virtuoso_installed):
