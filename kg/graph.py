@@ -536,7 +536,7 @@ class KnowledgeGraph:
                           f"bif:contains, is needed for names='search'): {exc}") from exc
         found = []
         for row in rows:
-            entity = self.profile.entity_id(row["e"].value)
+            entity = self.profile.entity_id(row["e"].value) if row["e"].kind == "iri" else None  # not a blank node
             if entity is not None:
                 found.append((entity, row["name"].value))
         return list(dict.fromkeys(found))

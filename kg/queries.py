@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
+from kgqa.kg.errors import InvalidTermError
 from kgqa.kg.terms import Direction, sparql_iri, sparql_string, text_pattern
 
 # The relation index: one literal per entity listing the distinct relations around it, as
@@ -222,13 +223,20 @@ def has_more_names(*, predicates: Sequence[str], lang: str | None, than: int) ->
 
 def names_containing(words: Sequence[str], *, predicates: Sequence[str], lang: str | None, limit: int) -> str:
     """(entity, name) whose name or alias contains one of `words`, through the endpoint's free-text
-    index (Virtuoso's `bif:contains`), best text scores first."""
-    pattern = text_pattern(words)
-    union = " UNION ".join(
-        f"{{ ?e {sparql_iri(p)} ?name . ?name bif:contains {pattern} OPTION (score ?relevance) . {_lang_filter('name', lang)} }}"
-        for p in predicates
+    index (Virtuoso's `bif:contains`), best first: by the text scores of the words each holds, summed.
+    Each word is its own search of at most `limit` names, read in the index's order, unranked: a word
+    in a million names costs what `limit` of them do, and Virtuoso, asked for many words and prefixes
+    in one pattern (`"gover*" OR "juris*" OR ...`), joined every name to the pattern (over a minute on
+    10^7 triples; 0.03 s as a search a word). `?e` may be a blank node: the caller keeps IRIs (a
+    `FILTER(isIRI(?e))` here turns Virtuoso's plan into a scan of every name: 18 s for `"langu*"`)."""
+    if not words:
+        raise InvalidTermError("a text search needs at least one word")
+    blocks = " UNION ".join(
+        f"{{ SELECT ?e ?name ?relevance WHERE {{ ?e {sparql_iri(p)} ?name . ?name bif:contains {text_pattern([word])} "
+        f"OPTION (score ?relevance) . {_lang_filter('name', lang)} }} LIMIT {int(limit)} }}"
+        for word in dict.fromkeys(words) for p in predicates
     )
-    return f"SELECT ?e ?name WHERE {{ {union} FILTER(isIRI(?e)) }} ORDER BY DESC(?relevance) LIMIT {int(limit)}"
+    return f"SELECT ?e ?name (SUM(?relevance) AS ?score) WHERE {{ {blocks} }} GROUP BY ?e ?name ORDER BY DESC(?score) LIMIT {int(limit)}"
 
 
 def link(label_forms: Sequence[str], *, predicates: Sequence[str], lang: str | None) -> str:

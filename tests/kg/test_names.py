@@ -213,6 +213,14 @@ def test_a_question_s_names_are_found_through_virtuoso_s_text_index(virtuoso_ser
     assert index.resolve("Parasite") == [("m.0dm159", "Parasite")] and index.resolve("m.0dm159") == [("m.0dm159", "Parasite")]
 
 
+def test_a_text_search_reads_each_word_at_most_its_limit_and_ranks_names_holding_more_words_first(virtuoso_server):
+    kg = KnowledgeGraph(SparqlEndpoint(virtuoso_server.url, timeout=10), profile="freebase", names="search")
+    found = [name for _, name in kg.search_names(["park", "jurassic", "milius"], limit=50)]
+    assert set(found[:2]) == {"Jurassic Park", "Jurassic Park (novel)"}  # both words first
+    assert set(found[2:]) == {"Park Doo-man", "Park Yeon-kyo", "John Milius"}
+    assert len(kg.search_names(["park"], limit=2)) == 2 and kg.search_names(["okja"], limit=2) == []
+
+
 def test_an_endpoint_without_a_text_index_says_so(demo_store):
     from kgqa.kg.errors import KGError
 
