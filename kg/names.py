@@ -350,7 +350,7 @@ class TextSearchIndex:
     them by meaning as `LabelVectors` finds a small graph's names. `search(words)` and
     `resolve(entity_or_name)` are the graph's queries."""
 
-    VECTOR_NAMES = 512  # a question's names encoded at most (MiniLM: about 0.1 s on 2 cores)
+    VECTOR_NAMES = 256  # a question's names encoded at most (MiniLM in double precision: about 0.5 s on 2 cores)
 
     def __init__(self, search, resolve, *, encode: Callable[[Sequence[str]], object] | None = None,
                  fuzzy_cutoff: float = 0.6, cached: int = 64) -> None:

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from kgqa.kg.graph import KnowledgeGraph
 
 HOWS = ("exact", "variant", "partial", "fuzzy", "embedding", "lexicon")
-_WRITTEN_OUT = ("exact", "variant")  # matches of a name as written, not of a prefix, a spelling or a vector
+_WRITTEN_OUT = frozenset({"exact", "variant"})  # matches of a name as written, not of a prefix, a spelling or a vector
 # What the graph says about a candidate (one query for all of a question's candidates): how many
 # relations it has (a country, a person and a film have many; a tag, a value or a schema node few),
 # how many of them leave it (none for a value that records hold, as RoG graphs keep an ISO code or a
@@ -503,12 +503,16 @@ def _overlap(one: LinkCandidate, other: LinkCandidate) -> bool:
 def _add_span_features(question: str, candidates: list[LinkCandidate]) -> None:
     """What each candidate's span says beside the others': inside another's (written out, or any),
     right after a written-out name (with a comma between: "Greeley, Colorado", "Rome, Italy")."""
-    spans = [(c.span, c.mention.how) for c in candidates]
-    written_ends = {span[1] for span, how in spans if how in _WRITTEN_OUT}
+    hows: dict[tuple[int, int], set[str]] = {}  # each span's ways of being found (a question has few spans, many names)
+    for c in candidates:
+        hows.setdefault(c.span, set()).add(c.mention.how)
+    written_ends = {span[1] for span, found in hows.items() if found & _WRITTEN_OUT}
     commas = _comma_after(question)
+    inside_of = {span: {how for other, found in hows.items() if other != span and other[0] <= span[0] and span[1] <= other[1]
+                        for how in found} for span in hows}
     for candidate in candidates:
-        inside = [how for span, how in spans if span != candidate.span and span[0] <= candidate.span[0] and candidate.span[1] <= span[1]]
-        candidate.features["inside_exact"] = float(any(h in _WRITTEN_OUT for h in inside))
+        inside = inside_of[candidate.span]
+        candidate.features["inside_exact"] = float(bool(inside & _WRITTEN_OUT))
         candidate.features["inside_any"] = float(bool(inside))
         start = candidate.span[0]
         candidate.features["after_name"] = float(start in written_ends)
