@@ -124,7 +124,8 @@ def sparql_string(text: str, *, lang: str | None = None) -> str:
     return f'"{escaped}"@{lang}'
 
 
-_TEXT_WORD = re.compile(r"^[a-z0-9]{1,40}\*?$")
+MAX_TEXT_WORD = 40  # characters of a text-search word
+_TEXT_WORD = re.compile(rf"^[a-z0-9]{{1,{MAX_TEXT_WORD}}}\*?$")
 
 
 def text_pattern(words: Sequence[str]) -> str:

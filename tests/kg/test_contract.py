@@ -24,6 +24,30 @@ def test_link_finds_ids_by_normalized_label(demo_kg):
     assert found["no such film"] == ()
 
 
+def test_where_names_are_searched_a_label_the_probe_misses_is_found_by_its_words_not_a_scan(demo_kg):
+    class Asked:  # the backend, its queries kept
+        def __init__(self, backend):
+            self.backend, self.queries = backend, []
+
+        def select(self, query):
+            self.queries.append(query)
+            return self.backend.select(query)
+
+        def __getattr__(self, name):
+            return getattr(self.backend, name)
+
+    asked = Asked(demo_kg.backend)
+    searched = KnowledgeGraph(asked, profile="freebase", names="search")
+    labels = ["Parasite", "leonardo dicaprio", "SOUTH KOREAN WON", "the", "no such film"]  # two no probe spells
+    found = searched.link(labels)
+    assert found == demo_kg.link(labels) and len(found["leonardo dicaprio"]) == len(found["SOUTH KOREAN WON"]) == 1
+    assert found["no such film"] == ()
+    assert not any("LCASE" in query for query in asked.queries)  # no scan of every name
+    auto = KnowledgeGraph(asked, profile="freebase", max_index_names=10)  # more names than it holds: searched too
+    assert auto.link(["leonardo dicaprio"]) == {"leonardo dicaprio": found["leonardo dicaprio"]}
+    assert not any("LCASE" in query for query in asked.queries)
+
+
 def test_link_keeps_the_film_1941_apart_from_years(demo_kg):
     (film,) = demo_kg.link(["1941"])["1941"]
     assert demo_kg.names([film]) == {film: "1941"}
