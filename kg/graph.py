@@ -394,19 +394,26 @@ class KnowledgeGraph:
         if self.names_lookup != "auto":
             return self.names_lookup == "search"
         with _INDEX_LOCK:
-            if "many" not in self._name_index:
-                predicates = tuple(dict.fromkeys(self.profile.name_predicates + self.profile.alias_predicates))
-                self._name_index["many"] = bool(self._select(queries.has_more_names(
-                    predicates=predicates, lang=self.profile.name_lang, than=self.max_index_names)))
-            return self._name_index["many"]
+            return self._too_many_names()
+
+    def _too_many_names(self) -> bool:
+        """Whether the graph has more than `max_index_names` names (one probe a client; the caller holds
+        `_INDEX_LOCK`): asked first, so a full Freebase is not read 5 million names deep to find that out."""
+        if "many" not in self._name_index:
+            self._name_index["many"] = bool(self._select(queries.has_more_names(
+                predicates=self._name_predicates(), lang=self.profile.name_lang, than=self.max_index_names)))
+        return self._name_index["many"]
+
+    def _name_predicates(self) -> tuple[str, ...]:
+        """The profile's name and alias predicates, each once."""
+        return tuple(dict.fromkeys(self.profile.name_predicates + self.profile.alias_predicates))
 
     def all_names(self, *, limit: int | None = None) -> list[tuple[str, str]]:
         """Every (entity, name or alias) of the graph, in one query: what a `NameIndex` is built from.
         A graph with more names than `limit` (default `max_index_names`; a full Freebase) is a
         `TooManyNames` KGError."""
         limit = self.max_index_names if limit is None else limit
-        predicates = tuple(dict.fromkeys(self.profile.name_predicates + self.profile.alias_predicates))
-        rows = self._select(queries.all_names(predicates=predicates, lang=self.profile.name_lang, limit=limit + 1))
+        rows = self._select(queries.all_names(predicates=self._name_predicates(), lang=self.profile.name_lang, limit=limit + 1))
         if len(rows) > limit:
             raise TooManyNames(f"{self.backend.describe()} has more than {limit:,} names: too many to index in memory")
         found = []
@@ -523,9 +530,7 @@ class KnowledgeGraph:
         directory, stamp = getattr(self.backend, "path", None), self._stamp()
         index = NameIndex.load(directory, stamp=stamp) if directory else None
         if index is None:
-            predicates = tuple(dict.fromkeys(self.profile.name_predicates + self.profile.alias_predicates))
-            if self._select(queries.has_more_names(predicates=predicates, lang=self.profile.name_lang, than=self.max_index_names)):
-                # asked first, so a full Freebase is not read 5 million names deep to find that out
+            if self._too_many_names():
                 raise TooManyNames(f"{self.backend.describe()} has more than {self.max_index_names:,} names: too many to index in memory")
             index = NameIndex(self.all_names())
             if directory:
@@ -549,7 +554,7 @@ class KnowledgeGraph:
         """(entity, name or alias) whose name contains one of `words`, best matches first: one query
         of the endpoint's text index (Virtuoso's `bif:contains`), or of the embedded store's table of
         names on disk (`kg.name_table`). A KGError names an endpoint that has no text index."""
-        predicates = tuple(dict.fromkeys(self.profile.name_predicates + self.profile.alias_predicates))
+        predicates = self._name_predicates()
         own_table = getattr(self.backend, "search_names", None)  # the embedded store's names on disk
         if own_table is not None:
             start = time.perf_counter()
