@@ -64,7 +64,8 @@ class Fanout(Generic[K, V]):
 
     items: Mapping[K, tuple[V, ...]]
     truncated: frozenset[K] = frozenset()
-    # From `follow(..., relations=True)`: the relations around every entity reached, by entity id.
+    # From `follow(..., relations=True)`: the relations around the entities reached, by entity id;
+    # not those reached by a hub's moves (cut at the cap): a caller asks `relations` for the ones it goes on from.
     around: Mapping[str, tuple[Edge, ...]] = field(default_factory=dict)
 
     def __getitem__(self, key: K) -> tuple[V, ...]:
@@ -238,7 +239,10 @@ class KnowledgeGraph:
         With `names`, entity nodes come back named (`Node.name`) by the same query; nameless
         ones (Freebase CVT nodes) have `name=None`. With `relations`, the same query also
         brings the relations around every entity reached (`Fanout.around`), which is what
-        the next depth of a walk asks for: a depth then costs one round trip, not two.
+        the next depth of a walk asks for: a depth then costs one round trip, not two. Not
+        around those a hub's moves reach (a move with more than `limit` neighbours, asked in
+        capped subqueries): half of such a query's time went to the relations of a thousand
+        neighbours a move, of which a walk goes on from a few (ask `relations` for those).
 
         A question's view (`scoped`) keeps what each move brought, so a move it follows again
         (the walk's answers gathered after its hops) is read from there, not the graph.
@@ -255,7 +259,7 @@ class KnowledgeGraph:
         if asked:
             fresh = self._follow(asked, cap, names=names, relations=relations)
             for m in asked:
-                around = {n.id: fresh.around.get(n.id, ()) for n in fresh[m] if not n.literal} if relations else None
+                around = {n.id: fresh.around[n.id] for n in fresh[m] if not n.literal and n.id in fresh.around} if relations else None
                 known[m] = _Followed(fresh[m], m in fresh.truncated, around)
                 self._followed[m, cap, names] = known[m]
         items = {m: known[m].nodes for m in unique if known[m].nodes}
@@ -271,6 +275,7 @@ class KnowledgeGraph:
         only = unique[0] if len({(s.relation, s.direction) for s in unique}) == 1 else None
 
         def query(batch: list[Move], *, kept: int | None = None, per_key: int | None = None) -> str:
+            with_relations = relations and per_key is None  # a hub's capped moves come without their neighbours' relations
             groups: dict[tuple[str, Direction], list[str]] = defaultdict(list)
             for s in batch:
                 groups[relation_iris[s.relation], s.direction].append(entity_iris[s.entity])
@@ -281,11 +286,11 @@ class KnowledgeGraph:
                 limit=self.max_rows,
                 kept=kept,
                 per_key=per_key,
-                relations_of_neighbours=relations,
+                relations_of_neighbours=with_relations,
                 skip_prefixes=self.profile.skip_iri_prefixes(),
                 skip_substrings=self.profile.skip_relation_substrings,
                 name_edges=only is None,  # every part of a split batch answers in the whole batch's shape
-                index=self._relation_index() if relations else None,
+                index=self._relation_index() if with_relations else None,
             )
 
         entity_of = {iri: e for e, iri in entity_iris.items()}
@@ -309,8 +314,8 @@ class KnowledgeGraph:
             rank = _name_rank(row, name_predicates)
             if best is None or rank < best:
                 found[step][node] = rank
-            if relations and not node.literal:
-                around[node.id].update(self._edges(row["rels"].value if "rels" in row else ""))
+            if relations and not node.literal and "rels" in row:
+                around[node.id].update(self._edges(row["rels"].value))
         if from_ids:
             named = {step: [n if n.literal else Node(n.id, name=n.id) for n in nodes] for step, nodes in found.items()}
         else:
@@ -318,7 +323,7 @@ class KnowledgeGraph:
         result = _capped(named, cap, keys=unique, cut=cut)
         if relations:
             reached = {node.id for nodes in result.items.values() for node in nodes if not node.literal}
-            capped = {e: tuple(sorted(around[e])[: self.max_relations * 2]) for e in reached}
+            capped = {e: tuple(sorted(around[e])[: self.max_relations * 2]) for e in reached if e in around}
             result = Fanout(result.items, result.truncated, capped)
         return result
 

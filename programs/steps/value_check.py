@@ -76,7 +76,7 @@ class ValueCheck(Step):
         nodes around it (a term's dates, a measured number), but of the nodes its own trail came
         through only that one (not every other editor's tenure of the same magazine). Three queries at
         most: the answers' relations (those the walk has not fetched), their neighbours (with the
-        relations around each), the nameless ones' values."""
+        relations around each, but a hub's: a fourth query), the nameless ones' values."""
         ids = {t.end.id: render.node_label(t.end) for t in trails}
         via = {t.end.id: (t.hops[-2].node.id, t.hops[-1].edge.reversed) for t in trails
                if len(t.hops) > 1 and not (t.hops[-2].node.literal or t.hops[-2].node.name)}
@@ -96,8 +96,12 @@ class ValueCheck(Step):
                 elif step.entity not in via or Edge(step.relation, step.direction) != via[step.entity][1] \
                         or node.id == via[step.entity][0]:
                     cvts[node.id].append(step.entity)
+        of_cvts = dict(fanout.around)
+        unknown = sorted(set(cvts) - set(of_cvts))
+        if unknown:  # reached by a hub's moves, which come without their neighbours' relations
+            of_cvts.update(kg.relations(unknown).items)
         inner = kg.follow([Move(cvt, edge.relation, edge.direction) for cvt in cvts
-                                 for edge in fanout.around.get(cvt, ()) if edge.direction is Direction.OUT])
+                           for edge in of_cvts.get(cvt, ()) if edge.direction is Direction.OUT])
         for step, nodes in inner.items.items():
             read = [(step.relation, render.node_label(n)) for n in nodes if n.literal or n.name]
             for answer in dict.fromkeys(cvts[step.entity]):

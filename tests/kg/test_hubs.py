@@ -66,6 +66,18 @@ def test_a_frontier_with_a_hub_reads_the_hub_s_capped_neighbours_only(hub_kg, re
     assert again[hub] == result[hub]  # the same cut each time
 
 
+def test_a_hub_s_capped_neighbours_come_without_their_relations_which_are_asked_for_those_gone_on_from(hub_kg):
+    kg = KnowledgeGraph(hub_kg.backend, profile="freebase")  # a client that has met no hub yet
+    hub = Move("m.0hub", "film.film.country", Direction.IN)
+    small = Move("m.0small", "film.film.country", Direction.IN)
+    result = kg.scoped().follow([hub, small], limit=CAP, relations=True)
+    assert len(result[hub]) == CAP and len(result[small]) == 2 and result.around == {}  # both asked capped: no relations
+    film = result[hub][0].id
+    assert kg.relations([film])[film] == (Edge("film.film.country", Direction.OUT),)
+    later = kg.scoped().follow([hub, small], limit=CAP, relations=True)  # the hub's move capped at once, the other asked whole
+    assert later.items == result.items and set(later.around) == {"m.0s0", "m.0s1"}
+
+
 def test_the_default_cap_keeps_a_thousand_of_the_hub(hub_kg):
     kg = hub_kg.scoped()
     result = kg.neighbours(["m.0hub"], "film.film.country", direction=Direction.IN)
