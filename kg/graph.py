@@ -120,6 +120,10 @@ MIRRORED_PER_QUERY = 25  # relations counted in one query (a UNION branch each)
 # pyoxigraph, 4.9 s in queries of 200; 3,000 took 6.1 s in queries of 25 in Virtuoso, which refuses
 # 500 a query. pyoxigraph's parser overflowed an 8 MB stack near 8,000 (a segfault).
 MOVES_PER_QUERY = 25
+# pairs a frontier's one query keeps, in caps: past two caps a hub is likely among its moves, and
+# they are asked again each capped (`_each_capped`). Keeping a cap a move read 10,000 pairs with their
+# names and relations before a hub's frontier was found cut (4.5 s at 5 x 10^7 triples, embedded).
+FRONTIER_CAPS = 2
 HUB_MOVES = 100_000  # moves a client remembers as a hub's (cut at the cap), the oldest forgotten first
 MAX_VECTOR_NAMES = 300_000  # distinct names given sentence vectors (384 floats each: about 460 MB at most)
 
@@ -617,8 +621,9 @@ class KnowledgeGraph:
         """Rows for a frontier's moves, each move's neighbours cut at `cap` (+1, which tells a cut
         list from a whole one) before names and relations are joined to them.
 
-        The common case is one query keeping `cap` x moves (entity, neighbour) pairs in all (one
-        move: its own cap). Where that cut (a hub among the moves), the moves are asked again with
+        The common case is one query keeping `cap` x moves (entity, neighbour) pairs in all, at most
+        `FRONTIER_CAPS` caps (one move: its own cap). Where that cut (a hub among the moves, or a
+        frontier of many large moves), the moves are asked again with
         each capped in a subquery of its own (`_each_capped`): the hub's rows stop at its cap, and the
         other moves lose nothing. A move found cut once (a hub's) is remembered by the client
         (`HUB_MOVES` of them), so a later frontier with it goes to the capped subqueries at once.
@@ -628,7 +633,7 @@ class KnowledgeGraph:
         rest = [k for k in keys if k not in self._hub_moves]
         rows: list[Row] = []
         if rest:
-            kept = min(cap * len(rest) + 1, self.max_rows - 1)
+            kept = min(cap * min(len(rest), FRONTIER_CAPS) + 1, self.max_rows - 1)
             batch = self._select(query(rest, kept=kept))
             pairs = len({(row["e"], row.get("r"), row.get("d"), row["n"]) for row in batch})
             if pairs < kept and len(batch) < self.max_rows:

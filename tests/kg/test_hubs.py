@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kgqa.kg import Direction, Edge, EmbeddedStore, KnowledgeGraph, Move, Node, SparqlEndpoint, virtuoso
-from kgqa.kg.graph import MOVES_PER_QUERY, Fanout
+from kgqa.kg.graph import FRONTIER_CAPS, MOVES_PER_QUERY, Fanout
 
 NS = "http://rdf.freebase.com/ns/"
 EDGES = 20_000  # films of the hub country
@@ -76,6 +76,27 @@ def test_a_hub_s_capped_neighbours_come_without_their_relations_which_are_asked_
     assert kg.relations([film])[film] == (Edge("film.film.country", Direction.OUT),)
     later = kg.scoped().follow([hub, small], limit=CAP, relations=True)  # the hub's move capped at once, the other asked whole
     assert later.items == result.items and set(later.around) == {"m.0s0", "m.0s1"}
+
+
+def test_a_frontier_of_many_moves_with_a_hub_reads_at_most_two_caps_before_the_hub_is_found(hub_kg):
+    kg = KnowledgeGraph(hub_kg.backend, profile="freebase").scoped()  # a client that has met no hub yet
+    hub = Move("m.0hub", "film.film.country", Direction.IN)
+    films = [Move(f"m.0f{n}", "film.film.country", Direction.OUT) for n in range(6)]
+    result = kg.follow([hub, *films], limit=CAP, relations=True)
+    # the frontier's one query keeps FRONTIER_CAPS caps of pairs, not a cap a move (7 x CAP), then
+    # each move is asked capped: the hub's CAP + 1 and a neighbour for each film
+    assert kg.stats.queries == 2
+    assert kg.stats.rows <= (FRONTIER_CAPS * CAP + 1) + (CAP + 1 + len(films))
+    assert len(result[hub]) == CAP and result.truncated == {hub}
+    assert all(result[f] == (Node("m.0hub", name="Hubland"),) for f in films)
+
+
+def test_a_frontier_of_many_small_moves_past_two_caps_loses_nothing(hub_kg):
+    kg = KnowledgeGraph(hub_kg.backend, profile="freebase").scoped()
+    films = [Move(f"m.0f{n}", "film.film.country", Direction.OUT) for n in range(FRONTIER_CAPS * CAP + 3)]
+    result = kg.follow(films, limit=CAP)  # more pairs than two caps, none a hub's: asked again each capped
+    assert all(result[f] == (Node("m.0hub", name="Hubland"),) for f in films) and result.truncated == frozenset()
+    assert kg.stats.queries == 2
 
 
 def test_the_default_cap_keeps_a_thousand_of_the_hub(hub_kg):
