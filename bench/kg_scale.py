@@ -26,13 +26,18 @@ and how many are linked to exactly their topic entities.
     .venv/bin/python -m bench.kg_scale --sizes 1e5 --questions 20 --systems similarity   # minutes
 
 Graphs and stores go under `--work` (large; `runs/` is not in git); the records, `table.md` and the
-plot under `--out`.
+plot under `--out`. A run stopped part way resumes where it stopped: a size and backend already in
+`--out`'s manifest, asked the same way, is not walked again; a graph whose stamp beside it says it was
+written from the same questions, seed and code is not written again, nor a store loaded from it by
+the same `kg` code loaded again (its load's figures are the stamped ones, and what a client keeps
+beside it, the mirrored pairs and the names table, is removed so the set-up is paid as by a fresh one).
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import itertools
 import json
 import os
@@ -43,7 +48,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -199,6 +204,32 @@ def write_graph(path: Path, facts: Iterable[tuple[str, str, str]], size: int) ->
             lines += 1
     partial.replace(path)
     return lines
+
+
+def digest(*parts: object) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def code_digest(*paths: Path) -> str:
+    """What the files under `paths` (relative to the repository) say, as one short hash."""
+    files = sorted(f for p in paths for f in ([ROOT / p] if (ROOT / p).is_file() else (ROOT / p).rglob("*.py")))
+    return digest(*[f.read_bytes().hex() for f in files])
+
+
+def stamped(path: Path, key: str) -> dict | None:
+    """What was stamped beside `path` when it was made with `key`; None if it was not, or is gone."""
+    try:
+        stamp = json.loads(path.with_name(path.name + ".json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return stamp.get("made") if isinstance(stamp, dict) and stamp.get("key") == key and path.exists() else None
+
+
+def stamp(path: Path, key: str, made: dict) -> None:
+    target = path.with_name(path.name + ".json")
+    partial = target.with_suffix(".partial")
+    partial.write_text(json.dumps({"key": key, "made": made}), encoding="utf-8")
+    partial.replace(target)
 
 
 # -- loading ---------------------------------------------------------------------------------------
@@ -532,24 +563,50 @@ def main(argv: list[str] | None = None) -> int:
     lines: list[Line] = []
     growths: dict[int, dict] = {}
     smallest: dict[tuple[str, str], dict[str, list]] = {}
+    asked = digest(len(examples), args.seed, systems, str(args.program))  # the walks a manifest's lines answer
+    done: dict[tuple[int, str], list[dict]] = defaultdict(list)
+    for line in _finished(args.out, asked):
+        done[line["size"], line["backend"]].append(line)
+    graph_code, kg_code = code_digest(Path("bench/kg_scale.py"), Path("data/rog.py")), code_digest(Path("kg"))
     for size in sizes:
         graph = args.work / f"graph-{size}.nt.gz"
         facts, growth = grow(base, keep, size, seed=args.seed)
-        triples = write_graph(graph, facts, size)
+        graph_key = digest(size, args.seed, base, graph_code)
+        written = stamped(graph, graph_key)
+        if written is None:
+            written = {"triples": write_graph(graph, facts, size)}
+            stamp(graph, graph_key, written)
+        triples = written["triples"]
         growths[size] = {**asdict(growth), "written": triples}
         near = near_hubs(examples, base, growth.hubs)
         print(f"{size:,}: {triples:,} triples written (hubs {list(growth.hubs.values())})", file=sys.stderr)
         for backend in backends:
+            records_file = args.out / "records" / f"{size}-{backend}.jsonl"
+            if (size, backend) in done and records_file.with_suffix(".jsonl.gz").exists():
+                lines += _resumed(records_file.with_suffix(".jsonl.gz"), done[size, backend], smallest)
+                print(f"{size:,} {backend}: walked before, kept", file=sys.stderr)
+                continue
             server = None
             if backend == "embedded":
-                load = load_embedded(graph, args.work / f"store-{size}", triples)
-                load.bare_seconds = round(bare_load_seconds(graph, args.work / f"bare-{size}"), 1)
-                spec = f"embedded:{args.work / f'store-{size}'}"
+                store = args.work / f"store-{size}"
+                loaded = stamped(store, digest(graph_key, kg_code))
+                if loaded is None:
+                    store.with_name(store.name + ".json").unlink(missing_ok=True)  # no stamp on a half-loaded store
+                    load = load_embedded(graph, store, triples)
+                    load.bare_seconds = round(bare_load_seconds(graph, args.work / f"bare-{size}"), 1)
+                    stamp(store, digest(graph_key, kg_code), asdict(load))
+                else:
+                    from kgqa.kg.graph import MIRRORS_FILE
+                    from kgqa.kg.name_table import TABLE_FILE
+
+                    load = Load(**loaded)
+                    for kept in (MIRRORS_FILE, TABLE_FILE):  # a fresh client's set-up, not one paid before
+                        (store / kept).unlink(missing_ok=True)
+                spec = f"embedded:{store}"
             else:
                 server, load = start_virtuoso(graph, args.work / f"virtuoso-{size}", triples)
                 spec = server.url
             try:
-                records_file = args.out / "records" / f"{size}-{backend}.jsonl"
                 peak = walk(spec, systems, examples, args.program, records_file)
             finally:
                 if server is not None:
@@ -566,16 +623,36 @@ def main(argv: list[str] | None = None) -> int:
                 setup = setups["linking" if system == "linking" else True]["seconds"]
                 lines.append(summarize(size, backend, system, load, setup, peak, mine, first, near))
                 print(table(lines[-1:]).splitlines()[-1], file=sys.stderr)
-            write_outputs(args.out, lines, growths, examples=len(examples), sizes=sizes, argv=argv, done=False)
+            write_outputs(args.out, lines, growths, examples=len(examples), sizes=sizes, argv=argv, done=False, asked=asked)
         if size != sizes[0]:
             graph.unlink()  # the largest are gigabytes; the smallest stays for a look
-    write_outputs(args.out, lines, growths, examples=len(examples), sizes=sizes, argv=argv, done=True)
+            graph.with_name(graph.name + ".json").unlink(missing_ok=True)
+    write_outputs(args.out, lines, growths, examples=len(examples), sizes=sizes, argv=argv, done=True, asked=asked)
     print(table(lines))
     return 0
 
 
+def _finished(out: Path, asked: str) -> list[dict]:
+    """The lines of `out`'s manifest, where it answers the same walks (`asked`)."""
+    try:
+        manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return manifest.get("lines", []) if manifest.get("asked") == asked else []
+
+
+def _resumed(records: Path, walked_lines: list[dict], smallest: dict) -> list[Line]:
+    """A size and backend walked before: its lines as the manifest has them, and its answers the
+    smallest size's where it came first."""
+    with gzip.open(records, "rt", encoding="utf-8") as rows:
+        walked = [record for row in rows if not (record := json.loads(row)).get("setup")]
+    for line in walked_lines:
+        smallest.setdefault((line["backend"], line["system"]), {r["id"]: r["answers"] for r in walked if r["system"] == line["system"]})
+    return [Line(**line) for line in walked_lines]
+
+
 def write_outputs(out: Path, lines: Sequence[Line], growths: dict, *, examples: int, sizes: Sequence[int],
-                  argv: list[str] | None, done: bool) -> None:
+                  argv: list[str] | None, done: bool, asked: str) -> None:
     """`table.md`, `cost.png` and `manifest.json` as they stand: after each size and backend, so a
     run stopped on a large size keeps what the smaller ones measured (`complete` says which)."""
     (out / "table.md").write_text(table(lines), encoding="utf-8")
@@ -583,7 +660,7 @@ def write_outputs(out: Path, lines: Sequence[Line], growths: dict, *, examples: 
     manifest = {
         "data": f"{examples} CWQ-mini dev questions over graphs of {', '.join(f'{s:,}' for s in sizes)} triples",
         "command": "python -m bench.kg_scale " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "commit": commit(), "machine": f"{os.cpu_count()} cores", "complete": done, "growth": growths,
+        "commit": commit(), "machine": f"{os.cpu_count()} cores", "complete": done, "asked": asked, "growth": growths,
         "lines": [asdict(line) for line in lines],
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")

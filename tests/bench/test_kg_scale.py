@@ -11,6 +11,7 @@ import json
 import pytest
 
 from bench.kg_scale import TimedBackend, base_graph, grow, inverse_pairs, main, protected, questions, write_graph
+from kgqa.kg.graph import MIRRORS_FILE
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +72,27 @@ def test_the_command_loads_walks_and_compares_each_size_on_both_backends(example
         assert len(records) == 2 + 2 * 12
     table = (out / "table.md").read_text()
     assert table.count("| similarity |") == table.count("| linking |") == 4 and (out / "cost.png").stat().st_size > 0
+
+
+def test_a_run_resumes_what_it_made_and_walked_and_reloads_nothing_it_has(examples, tmp_path):
+    work, out = tmp_path / "work", tmp_path / "out"
+    options = ["--sizes", "6e4", "--backends", "embedded", "--questions", "12", "--systems", "similarity", "--work", str(work)]
+    assert main([*options, "--out", str(out)]) == 0
+    graph, store, records = work / "graph-60000.nt.gz", work / "store-60000", out / "records" / "60000-embedded.jsonl.gz"
+    mirrors = store / MIRRORS_FILE  # kept beside the store by the walk's client
+    made = {path: path.stat().st_mtime_ns for path in (graph, store / "CURRENT", records, mirrors)}
+    first = json.loads((out / "manifest.json").read_text())
+    assert main([*options, "--out", str(out)]) == 0  # walked before: nothing made or walked again
+    assert {path: path.stat().st_mtime_ns for path in made} == made
+    assert json.loads((out / "manifest.json").read_text())["lines"] == first["lines"]
+    elsewhere = tmp_path / "elsewhere"
+    assert main([*options, "--out", str(elsewhere)]) == 0  # the graph and store reused, the walk made again
+    assert graph.stat().st_mtime_ns == made[graph] and (store / "CURRENT").stat().st_mtime_ns == made[store / "CURRENT"]
+    again = json.loads((elsewhere / "manifest.json").read_text())["lines"][0]
+    assert again["load"] == first["lines"][0]["load"] and again["same"] == again["questions"] == 12
+    assert mirrors.stat().st_mtime_ns != made[mirrors]  # what the first client kept beside the store: removed, paid again
+    assert main([*options, "--seed", "1", "--out", str(elsewhere)]) == 0  # another graph: written, loaded and walked
+    assert graph.stat().st_mtime_ns != made[graph] and (store / "CURRENT").stat().st_mtime_ns != made[store / "CURRENT"]
 
 
 def test_bad_options_are_one_line(capsys):
