@@ -572,18 +572,20 @@ def main(argv: list[str] | None = None) -> int:
         graph = args.work / f"graph-{size}.nt.gz"
         facts, growth = grow(base, keep, size, seed=args.seed)
         graph_key = digest(size, args.seed, base, graph_code)
+        walked = {b: records for b in backends
+                  if (size, b) in done and (records := args.out / "records" / f"{size}-{b}.jsonl.gz").exists()}
         written = stamped(graph, graph_key)
-        if written is None:
+        if written is None and len(walked) < len(backends):
             written = {"triples": write_graph(graph, facts, size)}
             stamp(graph, graph_key, written)
-        triples = written["triples"]
+        triples = written["triples"] if written else done[size, backends[0]][0]["load"]["triples"]
         growths[size] = {**asdict(growth), "written": triples}
         near = near_hubs(examples, base, growth.hubs)
         print(f"{size:,}: {triples:,} triples written (hubs {list(growth.hubs.values())})", file=sys.stderr)
         for backend in backends:
             records_file = args.out / "records" / f"{size}-{backend}.jsonl"
-            if (size, backend) in done and records_file.with_suffix(".jsonl.gz").exists():
-                lines += _resumed(records_file.with_suffix(".jsonl.gz"), done[size, backend], smallest)
+            if backend in walked:
+                lines += _resumed(walked[backend], done[size, backend], smallest)
                 print(f"{size:,} {backend}: walked before, kept", file=sys.stderr)
                 continue
             server = None
@@ -625,7 +627,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(table(lines[-1:]).splitlines()[-1], file=sys.stderr)
             write_outputs(args.out, lines, growths, examples=len(examples), sizes=sizes, argv=argv, done=False, asked=asked)
         if size != sizes[0]:
-            graph.unlink()  # the largest are gigabytes; the smallest stays for a look
+            graph.unlink(missing_ok=True)  # the largest are gigabytes; the smallest stays for a look
             graph.with_name(graph.name + ".json").unlink(missing_ok=True)
     write_outputs(args.out, lines, growths, examples=len(examples), sizes=sizes, argv=argv, done=True, asked=asked)
     print(table(lines))

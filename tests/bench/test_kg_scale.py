@@ -76,18 +76,21 @@ def test_the_command_loads_walks_and_compares_each_size_on_both_backends(example
 
 def test_a_run_resumes_what_it_made_and_walked_and_reloads_nothing_it_has(examples, tmp_path):
     work, out = tmp_path / "work", tmp_path / "out"
-    options = ["--sizes", "6e4", "--backends", "embedded", "--questions", "12", "--systems", "similarity", "--work", str(work)]
+    options = ["--sizes", "6e4,7e4", "--backends", "embedded", "--questions", "12", "--systems", "similarity", "--work", str(work)]
     assert main([*options, "--out", str(out)]) == 0
     graph, store, records = work / "graph-60000.nt.gz", work / "store-60000", out / "records" / "60000-embedded.jsonl.gz"
     mirrors = store / MIRRORS_FILE  # kept beside the store by the walk's client
-    made = {path: path.stat().st_mtime_ns for path in (graph, store / "CURRENT", records, mirrors)}
+    larger = work / "store-70000" / "CURRENT"
+    made = {path: path.stat().st_mtime_ns for path in (graph, store / "CURRENT", records, mirrors, larger)}
+    assert not (work / "graph-70000.nt.gz").exists()  # a larger size's graph is removed once walked
     first = json.loads((out / "manifest.json").read_text())
     assert main([*options, "--out", str(out)]) == 0  # walked before: nothing made or walked again
-    assert {path: path.stat().st_mtime_ns for path in made} == made
+    assert {path: path.stat().st_mtime_ns for path in made} == made and not (work / "graph-70000.nt.gz").exists()
     assert json.loads((out / "manifest.json").read_text())["lines"] == first["lines"]
     elsewhere = tmp_path / "elsewhere"
-    assert main([*options, "--out", str(elsewhere)]) == 0  # the graph and store reused, the walk made again
+    assert main([*options, "--out", str(elsewhere)]) == 0  # the graphs and stores reused (the larger graph written again), the walks made again
     assert graph.stat().st_mtime_ns == made[graph] and (store / "CURRENT").stat().st_mtime_ns == made[store / "CURRENT"]
+    assert larger.stat().st_mtime_ns == made[larger]
     again = json.loads((elsewhere / "manifest.json").read_text())["lines"][0]
     assert again["load"] == first["lines"][0]["load"] and again["same"] == again["questions"] == 12
     assert mirrors.stat().st_mtime_ns != made[mirrors]  # what the first client kept beside the store: removed, paid again
