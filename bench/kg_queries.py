@@ -56,9 +56,8 @@ def walk_batched(kg: KnowledgeGraph, topics: list[str], path: list[tuple[str, st
         fanout = kg.follow([(e, relation, Direction(direction)) for e in frontier], relations=more)
         reached = sorted({n for ns in fanout.items.values() for n in ns if n.literal or n.id not in topics})
         frontier = [n.id for n in reached if not n.literal]
-        unknown = [e for e in frontier if e not in fanout.around]
-        if more and unknown:  # reached by a hub's moves, which come without their neighbours' relations
-            kg.relations(unknown)
+        if more:  # those reached by a hub's moves came without their relations, asked as the walk asks them
+            kg.fill_relations(dict(fanout.around), frontier)
     return frozenset(n.label for n in reached)
 
 

@@ -210,12 +210,6 @@ def digest(*parts: object) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def code_digest(*paths: Path) -> str:
-    """What the files under `paths` (relative to the repository) say, as one short hash."""
-    files = sorted(f for p in paths for f in ([ROOT / p] if (ROOT / p).is_file() else (ROOT / p).rglob("*.py")))
-    return digest(*[f.read_bytes().hex() for f in files])
-
-
 def stamped(path: Path, key: str) -> dict | None:
     """What was stamped beside `path` when it was made with `key`; None if it was not, or is gone."""
     try:
@@ -567,7 +561,9 @@ def main(argv: list[str] | None = None) -> int:
     done: dict[tuple[int, str], list[dict]] = defaultdict(list)
     for line in _finished(args.out, asked):
         done[line["size"], line["backend"]].append(line)
-    graph_code, kg_code = code_digest(Path("bench/kg_scale.py"), Path("data/rog.py")), code_digest(Path("kg"))
+    from bench.reproduce import code_hash
+
+    graph_code, kg_code = code_hash(parts=("bench/kg_scale.py", "data/rog.py")), code_hash(parts=("kg",))
     for size in sizes:
         graph = args.work / f"graph-{size}.nt.gz"
         facts, growth = grow(base, keep, size, seed=args.seed)

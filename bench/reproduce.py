@@ -133,10 +133,10 @@ def _digest(files: Iterable[tuple[str, bytes]]) -> str:
     return sha.hexdigest()[:16]
 
 
-def code_hash(root: Path = ROOT) -> str:
-    """A hash of the code that answers (`CODE`, every .py file in it)."""
+def code_hash(root: Path = ROOT, *, parts: Sequence[str] = CODE) -> str:
+    """A hash of the code that answers (`CODE`, every .py file in it), or of the files under `parts`."""
     files = []
-    for part in CODE:
+    for part in parts:
         path = root / part
         found = [path] if path.suffix == ".py" else sorted(path.rglob("*.py"))
         files += [(p.relative_to(root).as_posix(), p.read_bytes()) for p in found if "__pycache__" not in p.parts]

@@ -230,6 +230,15 @@ class KnowledgeGraph:
                     found[entity].append(Edge(relation, direction_of_row))
         return _capped(found, cap * len(directions), keys=iris, cut=set())
 
+    def fill_relations(self, known: dict[str, tuple[Edge, ...]], entities: Iterable[str]) -> dict[str, tuple[Edge, ...]]:
+        """`known` (updated in place, and returned) with the relations of the `entities` it lacks, asked
+        in one query: those a walk goes on from that came without them (reached by a hub's capped
+        moves, which bring no relations, or brought back by reflection or an extension)."""
+        missing = [e for e in dict.fromkeys(entities) if e not in known]
+        if missing:
+            known.update(self.relations(missing).items)
+        return known
+
     def follow(
         self,
         steps: Iterable[Move | tuple[str, str, Direction | str]],

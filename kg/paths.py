@@ -48,9 +48,8 @@ def chains_from(
     around: dict[str, tuple[Edge, ...]] = dict(kg.relations(topics).items) if topics else {}
     layer: dict[Chain, set[Node]] = {(): {Node(t) for t in topics}}
     for depth in range(1, longest + 1):
-        unknown = sorted({node.id for nodes in layer.values() for node in nodes if not node.literal} - set(around))
-        if unknown:  # reached by a hub's moves, which come without their neighbours' relations
-            around.update(kg.relations(unknown).items)
+        # those reached by a hub's moves came without their relations
+        kg.fill_relations(around, sorted({node.id for nodes in layer.values() for node in nodes if not node.literal}))
         steps = {(node.id, edge) for chain, nodes in layer.items() for node in nodes if not node.literal
                  for edge in _onward(kg, around, node.id, chain)}
         if not steps:

@@ -197,9 +197,7 @@ class KGProgram(dspy.Module):
     def _step_through(self, state: WalkState, through: list, relations: dict, *, more: bool) -> list[Branch]:
         """Follow every onward relation of unnamed (CVT) nodes but the one back, in one query."""
         kg, topic_ids = state.asking.kg, state.asking.topic_ids
-        missing = sorted({cvt.id for *_, cvt in through} - set(relations))
-        if missing:
-            relations.update(kg.relations(missing).items)
+        kg.fill_relations(relations, sorted({cvt.id for *_, cvt in through}))
 
         def onward(edge: Edge, cvt: Node) -> list[Edge]:
             return [e for e in relations.get(cvt.id, ()) if e != edge.reversed]

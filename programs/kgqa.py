@@ -191,9 +191,7 @@ class KGQA(KGProgram):
         by the relation its target clearly names are kept (`state.named`); every hop's
         relations are ranked by the relation its target names, once (`Reach.ranked`, `Reach.named`)."""
         asking, depth = state.asking, state.depth + 1
-        missing = [t.end.id for t in frontier if t.end.id not in state.relations and not t.end.literal]
-        if missing:  # entities brought back by reflection or an extension
-            state.relations.update(asking.kg.relations(missing).items)
+        asking.kg.fill_relations(state.relations, (t.end.id for t in frontier if not t.end.literal))
         steps = [(t, e, t.score) for t in frontier for e in self._onward(state, t, state.relations)]
         groups, around = self._follow(state, steps, more=True) if steps else ([], {})
         state.relations.update(around)

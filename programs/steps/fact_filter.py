@@ -50,9 +50,7 @@ class FactFilter(LMStep):
         values or named entities, up to a few values each."""
         kg, config = asking.kg, asking.config
         entities = {c.trail.end.id: c for c in shown if not c.trail.end.literal}
-        missing = [e for e in entities if e not in relations]
-        if missing:  # reached by a hub's moves, which come without their neighbours' relations
-            relations.update(kg.relations(missing).items)
+        kg.fill_relations(relations, entities)  # those reached by a hub's moves came without them
         steps = [Move(entity, e.relation, e.direction) for entity, c in entities.items()
                  for e in relations.get(entity, ()) if e != (c.trail.arrival.reversed if c.trail.arrival else None)]
         if not steps:

@@ -81,10 +81,7 @@ class ValueCheck(Step):
         via = {t.end.id: (t.hops[-2].node.id, t.hops[-1].edge.reversed) for t in trails
                if len(t.hops) > 1 and not (t.hops[-2].node.literal or t.hops[-2].node.name)}
         kg = asking.kg
-        missing = [e for e in ids if e not in relations]
-        if missing:  # the walk's own relations of the entities it went on from; the ends' are fetched here
-            relations.update(kg.relations(missing).items)
-        around = relations
+        around = kg.fill_relations(relations, ids)  # the walk's own of the entities it went on from; the ends' fetched here
         fanout = kg.follow([Move(e, edge.relation, edge.direction) for e in ids for edge in around.get(e, ())],
                                  relations=True)
         found: dict[str, list[tuple[str, str]]] = {label: [] for label in ids.values()}
@@ -96,10 +93,7 @@ class ValueCheck(Step):
                 elif step.entity not in via or Edge(step.relation, step.direction) != via[step.entity][1] \
                         or node.id == via[step.entity][0]:
                     cvts[node.id].append(step.entity)
-        of_cvts = dict(fanout.around)
-        unknown = sorted(set(cvts) - set(of_cvts))
-        if unknown:  # reached by a hub's moves, which come without their neighbours' relations
-            of_cvts.update(kg.relations(unknown).items)
+        of_cvts = kg.fill_relations(dict(fanout.around), sorted(cvts))  # a hub's moves bring no relations
         inner = kg.follow([Move(cvt, edge.relation, edge.direction) for cvt in cvts
                            for edge in of_cvts.get(cvt, ()) if edge.direction is Direction.OUT])
         for step, nodes in inner.items.items():
