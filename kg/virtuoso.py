@@ -27,6 +27,7 @@ from kgqa.kg.errors import KGError
 from kgqa.kg.processes import dies_with_parent
 
 GRAPH = "http://kgqa.local/graph"
+BUFFERS = 170_000  # 8 KB pages held in memory (1.3 GB): enough for graphs of a few million triples
 
 _INI = """\
 [Database]
@@ -49,8 +50,8 @@ Striping = 0
 
 [Parameters]
 ServerPort = 127.0.0.1:{sql_port}
-NumberOfBuffers = 170000
-MaxDirtyBuffers = 130000
+NumberOfBuffers = {buffers}
+MaxDirtyBuffers = {dirty}
 CheckpointInterval = 60
 DirsAllowed = ., {dir}, {data}
 ThreadsPerQuery = 2
@@ -97,7 +98,11 @@ class LocalVirtuoso:
         return self.process.pid
 
     @classmethod
-    def start(cls, workdir: str | Path, ntriples: Iterable[str | Path] = (), *, timeout: float = 60.0) -> LocalVirtuoso:
+    def start(cls, workdir: str | Path, ntriples: Iterable[str | Path] = (), *, timeout: float = 60.0,
+              buffers: int = BUFFERS) -> LocalVirtuoso:
+        """Start a server in `workdir` and bulk-load `ntriples` into it. `buffers`: the 8 KB pages Virtuoso
+        keeps in memory (`NumberOfBuffers`; its own guide: about two thirds of the free memory, for a
+        database larger than that)."""
         if not available():
             raise KGError("virtuoso-t / isql-vt not found (apt-get install virtuoso-opensource)")
         workdir = Path(workdir).resolve()
@@ -107,7 +112,8 @@ class LocalVirtuoso:
             os.symlink(Path(path).resolve(), data / f"{n:03d}-{Path(path).name}")
         sql_port, http_port = free_port(), free_port()
         (workdir / "virtuoso.ini").write_text(
-            _INI.format(dir=workdir, data=data, sql_port=sql_port, http_port=http_port, graph=GRAPH)
+            _INI.format(dir=workdir, data=data, sql_port=sql_port, http_port=http_port, graph=GRAPH,
+                        buffers=buffers, dirty=buffers * 3 // 4)
         )
         log = open(workdir / "stdout.log", "wb")
         process = subprocess.Popen(
