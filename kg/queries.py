@@ -47,8 +47,13 @@ WHERE {{
     UNION
     {{ ?x ?r ?e . FILTER(!isLiteral(?e)) BIND(CONCAT("<", STR(?r)) AS ?token) }}
   }} GROUP BY ?e
-}}""", f"""INSERT {{ GRAPH <{RELATION_INDEX}> {{ <{RELATION_INDEX}> <{EDGE_RELATION}> ?r }} }}
-WHERE {{ SELECT DISTINCT ?r WHERE {{ ?e ?r ?x . FILTER(isIRI(?x)) }} }}"""]
+}}""", index_edge_relations()]
+
+
+def index_edge_relations() -> str:
+    """The update that lists, in the relation index, the relations seen joining two nodes."""
+    return f"""INSERT {{ GRAPH <{RELATION_INDEX}> {{ <{RELATION_INDEX}> <{EDGE_RELATION}> ?r }} }}
+WHERE {{ SELECT DISTINCT ?r WHERE {{ ?e ?r ?x . FILTER(isIRI(?x)) }} }}"""
 
 
 def has_relation_index() -> str:
