@@ -56,16 +56,24 @@ class NameTable:
         return cls(sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False))
 
     def search(self, words: Sequence[str], *, limit: int) -> list[tuple[str, str]]:
-        """(entity IRI, name) whose name holds one of `words` (any case, accents or none), best first."""
-        terms = [w for w in words if w.strip()]
+        """(entity IRI, name) whose name holds one of `words` (any case, accents or none; `jamai*`: a
+        word beginning so), best first."""
+        terms = [_term(w) for w in words if w.strip("* ")]
         if not terms:
             return []
-        match = " OR ".join('"' + w.replace('"', '""') + '"' for w in terms)
+        match = " OR ".join(terms)
         rows = self._db.execute("SELECT entity, name FROM names WHERE names MATCH ? ORDER BY rank LIMIT ?", (match, int(limit)))
         return list(rows)
 
     def __len__(self) -> int:
         return self._db.execute("SELECT COUNT(*) FROM names").fetchone()[0]
+
+
+def _term(word: str) -> str:
+    """One word of an FTS5 query, quoted; a trailing `*` asks for the names holding a word it begins
+    (`"jamai"*`: written inside the quotes, FTS5 would look for the word "jamai" itself)."""
+    stem = word.rstrip("*")
+    return '"' + stem.replace('"', '""') + '"' + ("*" if stem != word else "")
 
 
 def _names(store: ox.Store, predicates: Sequence[str], lang: str | None) -> Iterator[tuple[str, str]]:

@@ -289,3 +289,17 @@ def test_a_store_with_too_many_names_to_hold_searches_its_table_of_names_on_disk
                                  ox.Literal("Okja", language="en"))])
     fresh = KnowledgeGraph(store, profile="freebase", names="search").name_index()
     assert "m.0new" in {m.entity for m in fresh.mentions("who made okja")}  # the store grew: built again
+
+
+def test_the_table_of_names_on_disk_finds_a_word_by_its_first_letters(tmp_path):
+    """`jamai*` finds Jamaica on the embedded store's table as Virtuoso's text index does, so "the
+    jamaican flag" names it where the graph is searched for its names."""
+    fb = "http://rdf.freebase.com/ns/"
+    name = ox.NamedNode(fb + "type.object.name")
+    store = EmbeddedStore.open(tmp_path / "store", create=True)
+    store.add_triples([ox.Triple(ox.NamedNode(fb + entity), name, ox.Literal(label, language="en"))
+                       for entity, label in [("m.5", "Jamaica"), ("m.9", "Jamai"), ("m.7", "Falkland Islands")]])
+    kg = KnowledgeGraph(store, profile="freebase", names="search")
+    assert {entity for entity, _ in kg.search_names(["jamai*"])} == {"m.5", "m.9"}
+    assert {entity for entity, _ in kg.search_names(["jamai"])} == {"m.9"}  # the word itself, no prefix
+    assert "m.5" in {m.entity for m in kg.name_index().mentions("what is on the jamaican flag?")}

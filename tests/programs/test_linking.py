@@ -15,7 +15,7 @@ from kgqa.kg import EmbeddedStore, KnowledgeGraph
 from kgqa.kg.names import LabelVectors, Mention, NameIndex
 from kgqa.optimizers.gold_paths import compile_program
 from kgqa.optimizers.teleprompters import Budget
-from kgqa.programs import KGQA
+from kgqa.programs import KGQA, linking
 from kgqa.programs.linking import LinkCandidate, Linker, Linking
 from kgqa.programs.saving import LINKING_FILE, ProgramFileError, load_program, save_program
 from tests.programs.oracle import gold_oracle, oracle
@@ -303,6 +303,25 @@ def test_compiling_with_the_graph_tells_homonyms_apart_by_their_relations(homony
     # asked without the graph, a linker compiled with it counts the graph's features as average
     scores = {c.score for c in with_graph.link(unseen[0].question, index).candidates}
     assert len(scores) == 1
+
+
+def test_only_the_best_candidates_by_their_mentions_have_their_relations_asked(homonyms, monkeypatch):
+    """A question naming many things (a number found in two thousand names, at Freebase size) asks the
+    relations of its best `GRAPH_CANDIDATES` by what their mentions say; the rest count as average."""
+    index = homonyms.name_index()
+    linker = Linker.fit(homonym_rows(TOWNS[:-2]), index, graph=homonyms)
+    question = f"what county are {', '.join(TOWNS)} in"  # every town and band: 32 candidates
+    asked, relations = [], homonyms.relations
+    monkeypatch.setattr(homonyms, "relations", lambda entities, **options: asked.append(list(entities)) or relations(entities, **options))
+    monkeypatch.setattr(linking, "GRAPH_CANDIDATES", 4)
+    found = linker.link(question, index, graph=homonyms)
+    assert len(found.candidates) == 2 * len(TOWNS) and [len(entities) for entities in asked] == [4]
+    assert {c.entity for c in found.candidates if "graph_relations" in c.features} == set(asked[0])
+    by_mentions = linker._scored(linker.candidates(question, index.mentions(question), index))
+    assert set(asked[0]) == {c.entity for c in by_mentions[:4]}
+    monkeypatch.setattr(linking, "GRAPH_CANDIDATES", 64)
+    everyone = linker.link(question, index, graph=homonyms).candidates
+    assert all("graph_relations" in c.features for c in everyone) and len(asked[-1]) == 2 * len(TOWNS)
 
 
 @pytest.fixture(scope="module")
