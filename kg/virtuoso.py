@@ -84,6 +84,7 @@ INDEX_RANGE_IDS = 500_000
 _INDEX_PROCEDURES = """\
 create procedure DB.DBA.KGQA_NEXT_NODE (in from_id any)
 {
+  -- the first node id at or after from_id, of a subject or of an IRI object (literals sort past every id)
   declare s, o any;
   s := (select top 1 S from DB.DBA.RDF_QUAD table option (index RDF_QUAD_SP) where S >= from_id order by S);
   o := (select top 1 O from DB.DBA.RDF_QUAD table option (index RDF_QUAD_OP)
@@ -101,7 +102,7 @@ create procedure DB.DBA.KGQA_INDEX_RELATIONS (in index_graph varchar, in relatio
   rel := iri_to_id (relations_of);
   entities := 0;
   lo := DB.DBA.KGQA_NEXT_NODE (iri_id_from_num (0));
-  while (lo is not null)
+  while (lo is not null)  -- a batch: the nodes of ids lo .. hi - 1, their relations out, then in
     {
       hi := iri_id_from_num (iri_id_num (lo) + ids);
       d := dict_new (ids / 4);
