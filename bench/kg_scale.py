@@ -550,6 +550,7 @@ def main(argv: list[str] | None = None) -> int:
     systems = parse_choice(args.systems or ",".join(usable), SYSTEMS, "--systems")
     if not args.program and set(systems) & set(NEEDS_PROGRAM):
         raise SystemExit("scorer-alone and program need --program DIR (a compiled CWQ-mini program)")
+    sizes, backends = parse_sizes(args.sizes), parse_choice(args.backends, BACKENDS, "--backends")  # before any data is read
     examples = questions(args.questions, seed=args.seed)
     if args.walk:  # the child: walk, write, exit
         with args.records.open("w", encoding="utf-8") as out:
@@ -557,7 +558,6 @@ def main(argv: list[str] | None = None) -> int:
                 out.write(json.dumps(record) + "\n")
         return 0
 
-    sizes, backends = parse_sizes(args.sizes), parse_choice(args.backends, BACKENDS, "--backends")
     base, keep = base_graph(examples), protected(examples)
     if sizes[0] < len(base):
         raise SystemExit(f"the {len(examples)} questions' own graphs hold {len(base):,} triples: sizes start there")
