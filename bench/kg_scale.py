@@ -210,17 +210,22 @@ def digest(*parts: object) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def stamp_file(path: Path) -> Path:
+    """Where what made `path` (a graph file, a store folder) is stamped: beside it, `NAME.json`."""
+    return path.with_name(path.name + ".json")
+
+
 def stamped(path: Path, key: str) -> dict | None:
     """What was stamped beside `path` when it was made with `key`; None if it was not, or is gone."""
     try:
-        stamp = json.loads(path.with_name(path.name + ".json").read_text(encoding="utf-8"))
+        stamp = json.loads(stamp_file(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return stamp.get("made") if isinstance(stamp, dict) and stamp.get("key") == key and path.exists() else None
 
 
 def stamp(path: Path, key: str, made: dict) -> None:
-    target = path.with_name(path.name + ".json")
+    target = stamp_file(path)
     partial = target.with_suffix(".partial")
     partial.write_text(json.dumps({"key": key, "made": made}), encoding="utf-8")
     partial.replace(target)
@@ -595,12 +600,13 @@ def main(argv: list[str] | None = None) -> int:
             server = None
             if backend == "embedded":
                 store = args.work / f"store-{size}"
-                loaded = stamped(store, digest(graph_key, kg_code))
+                store_key = digest(graph_key, kg_code)
+                loaded = stamped(store, store_key)
                 if loaded is None:
-                    store.with_name(store.name + ".json").unlink(missing_ok=True)  # no stamp on a half-loaded store
+                    stamp_file(store).unlink(missing_ok=True)  # no stamp on a half-loaded store
                     load = load_embedded(graph, store, triples)
                     load.bare_seconds = round(bare_load_seconds(graph, args.work / f"bare-{size}"), 1)
-                    stamp(store, digest(graph_key, kg_code), asdict(load))
+                    stamp(store, store_key, asdict(load))
                 else:
                     from kgqa.kg.graph import MIRRORS_FILE
                     from kgqa.kg.name_table import TABLE_FILE
@@ -632,7 +638,7 @@ def main(argv: list[str] | None = None) -> int:
             write_outputs(args.out, lines, growths, examples=len(examples), sizes=sizes, argv=argv, done=False, asked=asked)
         if size != sizes[0]:
             graph.unlink(missing_ok=True)  # the largest are gigabytes; the smallest stays for a look
-            graph.with_name(graph.name + ".json").unlink(missing_ok=True)
+            stamp_file(graph).unlink(missing_ok=True)
     write_outputs(args.out, lines, growths, examples=len(examples), sizes=sizes, argv=argv, done=True, asked=asked)
     print(table(lines))
     return 0
