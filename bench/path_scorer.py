@@ -35,6 +35,15 @@ With `--base-mix 0.25,1`, the first scorer's scores also get the packaged encode
 scores added, times each weight: whether what plain sentence similarity knows helps where the
 training says little.
 
+With `--keep 1,0.5`, each fitted scorer is also scored with only that share of what its fit changed
+kept (`PathScorer.kept`, the tuned layers moved back toward the packaged encoder's): what plain
+sentence similarity knows, kept where the training says little. Every row is also given for the dev
+questions whose first gold path found from the answers has 1 relation, and 2 or 3 (`bench.reproduce
+.hops_of`); with `--fit-hops 2,3` the scorer is fitted on the compile questions of 2 or 3 relations
+only, as the `cwq-transfer` row compiles: how it orders the questions one relation answers.
+
+    .venv/bin/python -m bench.path_scorer --answers-alone --fit-hops 2,3 --views similarity --keep 1,0.5 --fit-seeds 0,1,2
+
 A learning curve: `--more N` also walks N other dev questions (outside the compile sample and the
 scored ones) with the teacher and fits on them after the compile questions' walks; a variant's
 `"questions": n` fits on the first n of those walks only.
@@ -96,6 +105,18 @@ def without_siblings(walk: ScorerGroup) -> ScorerGroup:
     return ScorerGroup(walk.question, [p for p, _ in kept], [g for _, g in kept])
 
 
+def cached_hops(path: Path, bench, examples: list) -> dict[str, int]:
+    """Each question's relations in its first gold path found from its answers alone (0: none found),
+    as the transfer rows count them (`bench.reproduce.hops_of`); kept in `path`."""
+    from bench.reproduce import hops_of
+
+    if path.exists():
+        return json.loads(path.read_text())
+    hops = {ex.question: hops_of(ex, bench) for ex in examples}
+    path.write_text(json.dumps(hops))
+    return hops
+
+
 def cached(path: Path, make) -> list[ScorerGroup]:
     if path.exists():
         return [ScorerGroup(**w) for w in json.loads(path.read_text())]
@@ -153,10 +174,11 @@ def paired(base: list[bool], other: list[bool]) -> tuple[int, int]:
 
 
 def scorer_rows(view: str, walks: list[ScorerGroup], scorer: PathScorer, name: str, *, rerank: int,
-                base: dict[str, tuple[str, dict]], first: dict[str, list[bool]]) -> list[tuple]:
+                base: dict[str, tuple[str, dict]], first: dict[str, list[bool]], parts: dict[str, set[str]]) -> list[tuple]:
     """One fitted scorer's table rows on one walk view: its own order, then (with `rerank`) its
     combinations with the first scorer fitted (`base`: its name and scores, per view); each row's
-    first places paired with the first scorer's (`first`, per view). The first scorer fills both."""
+    first places paired with the first scorer's (`first`, per view). The first scorer fills both.
+    Each row again for each of `parts` (a name and its questions: "1 relation"), from the same scores."""
     started = time.perf_counter()
     scores = scored(scorer, walks)
     seconds = f"{time.perf_counter() - started:.0f}"
@@ -166,11 +188,14 @@ def scorer_rows(view: str, walks: list[ScorerGroup], scorer: PathScorer, name: s
         orders[f"{base[view][0]} + {name}, standardized"] = summed(base[view][1], scores)
     base.setdefault(view, (name, scores))
     rows = []
-    for label, order in orders.items():
-        right = firsts(walks, order)
-        counts = paired(first[view], right) if view in first else None
-        first.setdefault(view, right)
-        rows.append((view, label, places(walks, order), f"{scorer.report.seconds:.0f}", seconds, counts))
+    for part, questions in {"": None, **parts}.items():
+        shown = f"{view}, {part}" if part else view
+        some = [w for w in walks if questions is None or w.question in questions]
+        for label, order in orders.items():
+            right = firsts(some, order)
+            counts = paired(first[shown], right) if shown in first else None
+            first.setdefault(shown, right)
+            rows.append((shown, label, places(some, order), f"{scorer.report.seconds:.0f}", seconds, counts))
     return rows
 
 
@@ -223,6 +248,11 @@ def main(argv: list[str] | None = None) -> int:
                         "walks the paths found in the graph from the answers alone (`optimizers.paths`)")
     parser.add_argument("--base-mix", default="", help="comma-separated weights: the first scorer's scores plus the "
                         "unfitted encoder's times each weight, one row each")
+    parser.add_argument("--keep", default="1", help="comma-separated shares: each fitted scorer also with only that share of "
+                        "what its fit changed kept (`PathScorer.kept`: moved back toward the packaged encoder), one row each")
+    parser.add_argument("--fit-hops", default="", help="comma-separated: fit only on the compile questions whose first gold "
+                        "path found from the answers has this many relations (a transfer: `2,3`)")
+    parser.add_argument("--views", default="teacher,similarity", help="comma-separated: the dev walks scored (teacher, similarity)")
     parser.add_argument("--out", type=Path, default=Path("runs/path-scorer"))
     parser.add_argument("--save", action="store_true", help="save each fitted scorer in the output folder (scorer-KIND-N-W[-seedS]/, "
                         "N the variant's place in --variants, W the walks fitted on), to be swapped into a compiled program; one "
@@ -242,9 +272,16 @@ def main(argv: list[str] | None = None) -> int:
         train += cached(args.out / f"walks-train-similarity-{args.train}-seed{args.seed}.json", lambda: similarity_walks(bench, bench.train))
     if args.more:  # more training questions, for a learning curve
         train += cached(args.out / f"walks-more-{args.more}-seed{args.seed}.json", lambda: teacher_walks(program, bench.test["more"], bench.kg))
-    views = {"teacher": cached(args.out / f"walks-dev-teacher-{args.dev}-seed{args.seed}.json", lambda: teacher_walks(program, dev, bench.kg)),
-             "similarity": cached(args.out / f"walks-dev-similarity-{args.dev}-seed{args.seed}.json", lambda: similarity_walks(bench, dev))}
-    rows = [(view, "hand-set order", places(walks), "", "", "") for view, walks in views.items()]
+    walkers = {"teacher": lambda: teacher_walks(program, dev, bench.kg), "similarity": lambda: similarity_walks(bench, dev)}
+    views = {view: cached(args.out / f"walks-dev-{view}-{args.dev}-seed{args.seed}.json", walkers[view]) for view in args.views.split(",")}
+    hops = cached_hops(args.out / f"hops-{args.train}-{args.dev}-seed{args.seed}.json", bench, [*bench.train, *dev])
+    parts = {"1 relation": {q for q, n in hops.items() if n == 1}, "2-3 relations": {q for q, n in hops.items() if n in (2, 3)}}
+    if args.fit_hops:
+        fit_hops = {int(n) for n in args.fit_hops.split(",")}
+        train = [walk for walk in train if hops.get(walk.question) in fit_hops]
+    rows = [(f"{view}, {part}" if part else view, "hand-set order",
+             places([w for w in walks if questions is None or w.question in questions]), "", "", "")
+            for view, walks in views.items() for part, questions in {"": None, **parts}.items()]
     first: dict[str, list[bool]] = {}  # the first scorer's first places, per walk view
     base: dict[str, tuple[str, dict]] = {}  # the first scorer's name and scores, per walk view
     seeds = [int(seed) for seed in args.fit_seeds.split(",")] if args.fit_seeds else [None]
@@ -255,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
             walks_fitted = train[: fitted.pop("questions", len(train))]
             walks_fitted = walks_fitted if siblings else [without_siblings(w) for w in walks_fitted]
             label = f"{fitted.get('kind', kind)}-encoder" + (f" {json.dumps(variant)}" if variant else "")  # a variant may name its kind
-            variant_rows = []
+            variant_rows: dict[float, list] = {}
             for seed in seeds:
                 settings = ScorerSettings(**{**json.loads(args.settings), "kind": kind, **fitted,
                                              **({"seed": seed} if seed is not None else {})})
@@ -264,13 +301,18 @@ def main(argv: list[str] | None = None) -> int:
                 scorer = fit_or_load(walks_fitted, settings, saved if args.save else None)
                 print(f"{name}: fitted on {scorer.report.questions} walks, {scorer.report.groups} groups, "
                       f"{scorer.report.seconds:.0f} s, losses {scorer.report.losses}", flush=True)
-                for view, walks in views.items():
-                    own, *combined = scorer_rows(view, walks, scorer, name, rerank=args.rerank, base=base, first=first)
-                    rows += [own, *combined]
-                    variant_rows.append(own)
-            if len(seeds) > 1:  # the variant's mean over its seeds, per walk view
-                rows += [mean_row(view, f"{label}, mean of {len(seeds)} seeds", [row for row in variant_rows if row[0] == view])
-                         for view in views]
+                for share in (float(k) for k in args.keep.split(",")):
+                    shown = name + (f" keep {share}" if share != scorer.settings.keep else "")
+                    kept = scorer if share == scorer.settings.keep else scorer.kept(share)
+                    for view, walks in views.items():
+                        own = scorer_rows(view, walks, kept, shown, rerank=args.rerank, base=base, first=first, parts=parts)
+                        rows += own
+                        variant_rows.setdefault(share, []).extend(row for row in own if row[1] == shown)
+            if len(seeds) > 1:  # the variant's mean over its seeds, per walk view (and part) and share kept
+                for share, shared in variant_rows.items():
+                    shown = f"{label}" + (f" keep {share}" if share != 1.0 else "") + f", mean of {len(seeds)} seeds"
+                    rows += [mean_row(view, shown, [row for row in shared if row[0] == view])
+                             for view in dict.fromkeys(row[0] for row in shared)]
     if args.base_mix:  # the first scorer beside the unfitted encoder's similarity, per weight
         unfitted = PathScorer(settings=ScorerSettings(**{**json.loads(args.settings), "kind": "bi"}))
         for view, walks in views.items():

@@ -81,10 +81,15 @@ def test_each_scorer_gets_its_own_row_and_with_rerank_its_combinations_with_the_
     walks = [ScorerGroup("q1", ["a", "b", "c"], [False, True, False]), ScorerGroup("q2", ["a", "c"], [True, False])]
     first_scorer, second_scorer = Fixed({"a": 3.0, "b": 2.0, "c": 1.0}, 10), Fixed({"a": 0.0, "b": 5.0, "c": 9.0}, 20)
     base, first = {}, {}
-    (only,) = scorer_rows("teacher", walks, first_scorer, "one", rerank=2, base=base, first=first)
+    (only,) = scorer_rows("teacher", walks, first_scorer, "one", rerank=2, base=base, first=first, parts={})
     assert only[:2] == ("teacher", "one") and only[2]["first"] == 0.5 and only[3] == "10" and only[5] is None
     assert first == {"teacher": [False, True]} and base["teacher"][0] == "one"
-    own, top, both = scorer_rows("teacher", walks, second_scorer, "two", rerank=2, base=base, first=first)
+    own, top, both = scorer_rows("teacher", walks, second_scorer, "two", rerank=2, base=base, first=first, parts={})
     assert own[1] == "two" and own[2]["first"] == 0.0 and own[5] == (0, 1)  # c first on both: q2's gold lost
     assert top[1] == "one, its first 2 by two" and top[2]["first"] == 0.5 and top[5] == (1, 1)  # q1: b over a; q2: c over a
     assert both[1] == "one + two, standardized" and both[5] is not None
+    parted = scorer_rows("teacher", walks, second_scorer, "two", rerank=0, base=base, first=first, parts={"1 relation": {"q2"}})
+    assert [row[0] for row in parted] == ["teacher", "teacher, 1 relation"]  # every row again for each part's questions
+    assert parted[1][2] == {"first": 0.0, "top 3": 1.0, "top 10": 1.0, "any": 1.0} and parted[1][5] is None  # q2 alone, c first
+    again = scorer_rows("teacher", walks, first_scorer, "one", rerank=0, base=base, first=first, parts={"1 relation": {"q2"}})
+    assert again[1][2]["first"] == 1.0 and again[1][5] == (1, 0)  # paired within the part: q2's gold first again
