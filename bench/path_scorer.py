@@ -35,14 +35,15 @@ With `--base-mix 0.25,1`, the first scorer's scores also get the packaged encode
 scores added, times each weight: whether what plain sentence similarity knows helps where the
 training says little.
 
-With `--keep 1,0.5`, each fitted scorer is also scored with only that share of what its fit changed
-kept (`PathScorer.kept`, the tuned layers moved back toward the packaged encoder's): what plain
-sentence similarity knows, kept where the training says little. Every row is also given for the dev
+A variant's `"shorter": false` fits on the walks without the candidates shorter than the gold path
+(`without_shorter`). Every row is also given for the dev
 questions whose first gold path found from the answers has 1 relation, and 2 or 3 (`bench.reproduce
 .hops_of`); with `--fit-hops 2,3` the scorer is fitted on the compile questions of 2 or 3 relations
 only, as the `cwq-transfer` row compiles: how it orders the questions one relation answers.
+`--dataset metaqa` does the same on MetaQA (a third of `--dev` a hop; the LLM-free walk still goes
+2 hops), as the `metaqa-transfer` row compiles with `--fit-hops 2,3`.
 
-    .venv/bin/python -m bench.path_scorer --answers-alone --fit-hops 2,3 --views similarity --keep 1,0.5 --fit-seeds 0,1,2
+    .venv/bin/python -m bench.path_scorer --answers-alone --fit-hops 2,3 --views similarity --variants '[{}, {"shorter": false}]' --fit-seeds 0,1,2
 
 A learning curve: `--more N` also walks N other dev questions (outside the compile sample and the
 scored ones) with the teacher and fits on them after the compile questions' walks; a variant's
@@ -60,7 +61,7 @@ from kgqa.env import stay_offline
 
 stay_offline()
 
-from bench.accuracy import CWQ_FLOOR_DEPTH, CWQ_MINI, Bench, answers_alone, cwq_bench  # noqa: E402
+from bench.accuracy import CWQ_FLOOR_DEPTH, CWQ_MINI, METAQA, Bench, answers_alone, cwq_bench, metaqa_bench  # noqa: E402
 from kgqa.evaluate.metrics import same_answer  # noqa: E402
 from kgqa.optimizers.labels import gold_labels, labeled_teacher  # noqa: E402
 from kgqa.optimizers.paths import label_trainset  # noqa: E402
@@ -102,6 +103,18 @@ def without_siblings(walk: ScorerGroup) -> ScorerGroup:
 
     golds = {prefix(p) for p, g in zip(walk.paths, walk.gold) if g}
     kept = [(p, g) for p, g in zip(walk.paths, walk.gold) if g or prefix(p) not in golds]
+    return ScorerGroup(walk.question, [p for p, _ in kept], [g for _, g in kept])
+
+
+def without_shorter(walk: ScorerGroup) -> ScorerGroup:
+    """The walk without the candidates whose path is shorter than its shortest gold path (steps as
+    the text shows them: relations and the names between): negatives the gold is told apart from by
+    its length as well as by what it says."""
+    def length(path: str) -> int:
+        return path.split(" ; ")[0].count(" -> ")
+
+    least = min((length(p) for p, g in zip(walk.paths, walk.gold) if g), default=0)
+    kept = [(p, g) for p, g in zip(walk.paths, walk.gold) if g or length(p) >= least]
     return ScorerGroup(walk.question, [p for p, _ in kept], [g for _, g in kept])
 
 
@@ -230,6 +243,7 @@ def versus(counts: tuple | str | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", choices=("cwq-mini", "metaqa"), default="cwq-mini")
     parser.add_argument("--train", type=int, default=1500)
     parser.add_argument("--dev", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
@@ -248,8 +262,6 @@ def main(argv: list[str] | None = None) -> int:
                         "walks the paths found in the graph from the answers alone (`optimizers.paths`)")
     parser.add_argument("--base-mix", default="", help="comma-separated weights: the first scorer's scores plus the "
                         "unfitted encoder's times each weight, one row each")
-    parser.add_argument("--keep", default="1", help="comma-separated shares: each fitted scorer also with only that share of "
-                        "what its fit changed kept (`PathScorer.kept`: moved back toward the packaged encoder), one row each")
     parser.add_argument("--fit-hops", default="", help="comma-separated: fit only on the compile questions whose first gold "
                         "path found from the answers has this many relations (a transfer: `2,3`)")
     parser.add_argument("--views", default="teacher,similarity", help="comma-separated: the dev walks scored (teacher, similarity)")
@@ -259,7 +271,11 @@ def main(argv: list[str] | None = None) -> int:
                         "saved there with the same settings (and walks) is loaded, not fitted again")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)  # one folder per labeling: its walks are cached there
-    bench = cwq_bench(args.dev, args.train, args.seed, CWQ_MINI, split="dev", more=args.more)
+    if args.dataset == "metaqa":  # a third of --dev a hop, the compile questions from the rest (MetaQA has only dev questions)
+        bench = metaqa_bench(args.dev // 3, args.train, args.seed, METAQA)
+        bench = Bench(bench.dataset, bench.kg, {"dev": [ex for sample in bench.test.values() for ex in sample]}, bench.train)
+    else:
+        bench = cwq_bench(args.dev, args.train, args.seed, CWQ_MINI, split="dev", more=args.more)
     if args.answers_alone:  # every question's given paths removed, the scored ones' too (their teacher walks)
         bench = Bench(bench.dataset, bench.kg, {name: answers_alone(samples) for name, samples in bench.test.items()},
                       answers_alone(bench.train))
@@ -289,10 +305,12 @@ def main(argv: list[str] | None = None) -> int:
         for number, variant in enumerate(json.loads(args.variants)):
             fitted = dict(variant)
             siblings = fitted.pop("siblings", True)  # not ScorerSettings fields: what the groups are cut from
+            shorter = fitted.pop("shorter", True)
             walks_fitted = train[: fitted.pop("questions", len(train))]
             walks_fitted = walks_fitted if siblings else [without_siblings(w) for w in walks_fitted]
+            walks_fitted = walks_fitted if shorter else [without_shorter(w) for w in walks_fitted]
             label = f"{fitted.get('kind', kind)}-encoder" + (f" {json.dumps(variant)}" if variant else "")  # a variant may name its kind
-            variant_rows: dict[float, list] = {}
+            variant_rows = []
             for seed in seeds:
                 settings = ScorerSettings(**{**json.loads(args.settings), "kind": kind, **fitted,
                                              **({"seed": seed} if seed is not None else {})})
@@ -301,18 +319,13 @@ def main(argv: list[str] | None = None) -> int:
                 scorer = fit_or_load(walks_fitted, settings, saved if args.save else None)
                 print(f"{name}: fitted on {scorer.report.questions} walks, {scorer.report.groups} groups, "
                       f"{scorer.report.seconds:.0f} s, losses {scorer.report.losses}", flush=True)
-                for share in (float(k) for k in args.keep.split(",")):
-                    shown = name + (f" keep {share}" if share != scorer.settings.keep else "")
-                    kept = scorer if share == scorer.settings.keep else scorer.kept(share)
-                    for view, walks in views.items():
-                        own = scorer_rows(view, walks, kept, shown, rerank=args.rerank, base=base, first=first, parts=parts)
-                        rows += own
-                        variant_rows.setdefault(share, []).extend(row for row in own if row[1] == shown)
-            if len(seeds) > 1:  # the variant's mean over its seeds, per walk view (and part) and share kept
-                for share, shared in variant_rows.items():
-                    shown = f"{label}" + (f" keep {share}" if share != 1.0 else "") + f", mean of {len(seeds)} seeds"
-                    rows += [mean_row(view, shown, [row for row in shared if row[0] == view])
-                             for view in dict.fromkeys(row[0] for row in shared)]
+                for view, walks in views.items():
+                    own = scorer_rows(view, walks, scorer, name, rerank=args.rerank, base=base, first=first, parts=parts)
+                    rows += own
+                    variant_rows += [row for row in own if row[1] == name]
+            if len(seeds) > 1:  # the variant's mean over its seeds, per walk view (and part)
+                rows += [mean_row(view, f"{label}, mean of {len(seeds)} seeds", [row for row in variant_rows if row[0] == view])
+                         for view in dict.fromkeys(row[0] for row in variant_rows)]
     if args.base_mix:  # the first scorer beside the unfitted encoder's similarity, per weight
         unfitted = PathScorer(settings=ScorerSettings(**{**json.loads(args.settings), "kind": "bi"}))
         for view, walks in views.items():
@@ -323,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
                 order = reranked(mixed, mixed, SCORED)
                 rows.append((view, f"{name} + {weight} x the unfitted encoder", places(walks, order), "", "",
                              paired(first[view], firsts(walks, order))))
-    lines = [f"CWQ-mini dev, {len(dev)} questions outside the compile sample (seed {args.seed}); fitted on the {args.fit_on} walks "
+    lines = [f"{bench.dataset} dev, {len(dev)} questions outside the compile sample (seed {args.seed}); fitted on the {args.fit_on} walks "
              f"of {args.train} compile questions" + (f" and the teacher's of {args.more} more" if args.more else "")
              + f"; settings {args.settings}" + ("; labeled from the answers alone (ground_paths removed)" if args.answers_alone else ""), "",
              "| walk | order | gold first | in top 3 | in top 10 | among candidates | fit s | scoring s | first: gained / lost |",

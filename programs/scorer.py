@@ -33,7 +33,7 @@ import random
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kgqa.programs.encoders import MINILM, encoder_folder
@@ -62,11 +62,6 @@ class ScorerSettings:
     max_length: int = 96  # tokens of question and path together
     max_groups: int = 3000  # groups fitted at most (two per training question at most)
     seed: int = 0
-    keep: float = 1.0  # the share of what the fit changed in the tuned layers that is kept (`PathScorer.kept`)
-
-    def __post_init__(self) -> None:
-        if not 0.0 < self.keep <= 1.0:
-            raise ValueError(f"ScorerSettings.keep is a share in (0, 1], not {self.keep}")
 
 
 @dataclass(frozen=True)
@@ -169,20 +164,6 @@ class PathScorer:
         scores = self.scores(question, paths)
         return sorted(range(len(paths)), key=lambda i: (-scores[i], i))
 
-    def kept(self, share: float) -> PathScorer:
-        """This scorer with only `share` of what its fit changed kept: each tuned layer's tensors moved
-        back toward the packaged encoder's (a weight-space ensemble of the fitted and the plain sentence
-        model, WiSE-FT), so where its training says little it still reads the question as plain
-        similarity does. What a fit with a lower `keep` saves; the calibration is this scorer's."""
-        if not self.trained:
-            return self
-        _, encoder, head = PathScorer(settings=self.settings)._parts(fresh=True)
-        packaged = _tuned_state(encoder, head, self.settings.layers)
-        full = _toward(packaged, self._tuned, 1.0 / self.settings.keep)  # the fit's whole change, undone from a share
-        scorer = PathScorer(settings=replace(self.settings, keep=share), report=self.report, calibration=self.calibration)
-        scorer._tuned = _toward(packaged, full, share)
-        return scorer
-
     # -- fitting -------------------------------------------------------------------------------
 
     @classmethod
@@ -200,7 +181,6 @@ class PathScorer:
         started = time.perf_counter()
         torch.manual_seed(settings.seed)
         tokenizer, encoder, head = scorer._parts(fresh=True)
-        packaged = _tuned_state(encoder, head, settings.layers)  # before the fit: what `keep` moves back toward
         layers, new = _trained_parameters(encoder, settings.layers), list(head.parameters())
         trained = layers + new
         optimizer, schedule = _optimizer(layers, new, settings, steps=settings.epochs * math.ceil(len(groups) / settings.batch_groups))
@@ -218,9 +198,6 @@ class PathScorer:
         scorer._tuned = _tuned_state(encoder, head, settings.layers)
         scorer.report = FitReport(questions=len(useful), groups=len(groups), seconds=round(time.perf_counter() - started, 1),
                                   losses=losses)
-        if settings.keep != 1.0:
-            scorer._tuned = _toward(packaged, scorer._tuned, settings.keep)
-            scorer._model = None  # built again from the tensors kept
         return scorer
 
     def _step(self, batch: list, read: _Reader, head, training: tuple) -> float:
@@ -458,13 +435,6 @@ def _tuned_state(encoder, head, layers: int) -> dict:
     tops = _top_layer_names(encoder, layers)
     state = {name: p.detach().clone() for name, p in encoder.named_parameters() if any(name.startswith(t) for t in tops)}
     return state | {f"head.{name}": p.detach().clone() for name, p in head.named_parameters()}
-
-
-def _toward(packaged: dict, tuned: dict, share: float) -> dict:
-    """`packaged` plus `share` of the change to `tuned`, tensor by tensor; the head, which has no packaged
-    weights, as tuned."""
-    return {name: tensor if name.startswith("head.") else packaged[name] + share * (tensor - packaged[name])
-            for name, tensor in tuned.items()}
 
 
 def _groups(walks: Sequence[ScorerGroup], settings: ScorerSettings) -> list[tuple[str, list[str]]]:

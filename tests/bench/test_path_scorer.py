@@ -93,3 +93,15 @@ def test_each_scorer_gets_its_own_row_and_with_rerank_its_combinations_with_the_
     assert parted[1][2] == {"first": 0.0, "top 3": 1.0, "top 10": 1.0, "any": 1.0} and parted[1][5] is None  # q2 alone, c first
     again = scorer_rows("teacher", walks, first_scorer, "one", rerank=0, base=base, first=first, parts={"1 relation": {"q2"}})
     assert again[1][2]["first"] == 1.0 and again[1][5] == (1, 0)  # paired within the part: q2's gold first again
+
+
+def test_without_shorter_leaves_out_the_candidates_a_hop_short_of_the_shortest_gold_path():
+    from bench.path_scorer import without_shorter
+
+    walk = ScorerGroup("what currency is used where Ada was born",
+                       ["Ada -> person place of birth -> France", "Ada -> person place of birth -> France -> country currency -> Euro",
+                        "Ada -> person place of birth -> France -> country capital -> Paris ; reached from 2 named entities",
+                        "Ada -> person nationality -> Spain"], [False, True, False, False])
+    assert without_shorter(walk) == ScorerGroup(walk.question, walk.paths[1:3], [True, False])
+    unanswered = ScorerGroup("q", ["a -> r -> b", "a -> r -> b -> s -> c"], [False, False])
+    assert without_shorter(unanswered) == unanswered  # no gold path: nothing is shorter than one

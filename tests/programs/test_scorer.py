@@ -106,45 +106,6 @@ def test_calibrated_on_walks_held_out_from_a_second_fit_it_is_saved_and_loaded_w
     assert PathScorer.load(tmp_path).sure_at is None
 
 
-def test_kept_moves_the_tuned_layers_back_toward_the_packaged_encoder_by_the_share_it_drops(fitted, tmp_path):
-    walk = walks(PEOPLE[8:9], seed=2)[0]
-    plain = PathScorer()._parts()[1]  # the packaged encoder's own layers
-    packaged = dict(plain.named_parameters())
-    name = next(n for n in fitted._tuned if not n.startswith("head."))
-    half = fitted.kept(0.5)
-    assert half.settings.keep == 0.5 and fitted.settings.keep == 1.0 and half.report == fitted.report
-    middle = (packaged[name].detach() + fitted._tuned[name]) / 2
-    assert half._tuned[name] == pytest.approx(middle, abs=1e-6)
-    assert half.kept(1.0)._tuned[name] == pytest.approx(fitted._tuned[name], abs=1e-5)  # the whole change again, from a share
-    nearly_plain = fitted.kept(1e-6).scores(walk.question, walk.paths)
-    unfitted = [20 * c for c in _cosines(walk)]
-    assert nearly_plain == pytest.approx(unfitted, abs=1e-3)  # hardly any change kept: plain sentence similarity
-    half.save(tmp_path)  # saved as it scores
-    assert PathScorer.load(tmp_path).scores(walk.question, walk.paths) == pytest.approx(half.scores(walk.question, walk.paths), abs=0.05)
-    with pytest.raises(ValueError, match="a share in"):
-        ScorerSettings(keep=0.0)
-
-
-def test_a_fit_with_a_share_kept_saves_what_kept_would_make_of_the_whole_fit():
-    settings = ScorerSettings(layers=1, epochs=2, learning_rate=3e-4, group=3, hard=1, batch_groups=4)
-    whole = PathScorer.fit(walks(PEOPLE[:4], seed=0), settings=settings)
-    share = PathScorer.fit(walks(PEOPLE[:4], seed=0), settings=ScorerSettings(**{**settings.__dict__, "keep": 0.3}))
-    assert share.settings.keep == 0.3
-    for name, tensor in whole.kept(0.3)._tuned.items():
-        assert share._tuned[name] == pytest.approx(tensor, abs=1e-5), name
-
-
-def _cosines(walk: ScorerGroup) -> list[float]:
-    import torch
-
-    tokenizer, encoder, _ = PathScorer()._parts()
-    read = _Reader(tokenizer, encoder, max_length=96)
-    with torch.no_grad():
-        q = torch.nn.functional.normalize(read([walk.question]), dim=-1)
-        p = torch.nn.functional.normalize(read(list(walk.paths)), dim=-1)
-    return (p @ q[0]).tolist()
-
-
 @pytest.mark.parametrize("spoil, error", [
     (lambda d: (d / SETTINGS_FILE).write_text(json.dumps({"version": 7})), "not a kgqa path scorer"),
     (lambda d: (d / SETTINGS_FILE).write_text("{'version': 1}"), "path_scorer.json is not JSON: Expecting property name"),
