@@ -35,13 +35,13 @@ With `--base-mix 0.25,1`, the first scorer's scores also get the packaged encode
 scores added, times each weight: whether what plain sentence similarity knows helps where the
 training says little.
 
-A variant's `"shorter": false` fits on the walks without the candidates shorter than the gold path
-(`without_shorter`). Every row is also given for the dev
-questions whose first gold path found from the answers has 1 relation, and 2 or 3 (`bench.reproduce
-.hops_of`); with `--fit-hops 2,3` the scorer is fitted on the compile questions of 2 or 3 relations
-only, as the `cwq-transfer` row compiles: how it orders the questions one relation answers.
-`--dataset metaqa` does the same on MetaQA (a third of `--dev` a hop; the LLM-free walk still goes
-2 hops), as the `metaqa-transfer` row compiles with `--fit-hops 2,3`.
+By chain length: every row is given again for the dev questions whose first gold path found from
+their answers has 1 relation, and 2 or 3 (`bench.reproduce.hops_of`). With `--fit-hops 2,3` the
+scorer is fitted on the compile questions of 2 or 3 relations only, as the `cwq-transfer` row
+compiles: how it orders the questions one relation answers. A variant's `"shorter": false` fits on
+the walks without the candidates shorter than their gold path (`without_shorter`). `--dataset
+metaqa` does the same on MetaQA (a third of `--dev` a hop; the LLM-free walk still goes 2 hops), as
+the `metaqa-transfer` row compiles with `--fit-hops 2,3`.
 
     .venv/bin/python -m bench.path_scorer --answers-alone --fit-hops 2,3 --views similarity --variants '[{}, {"shorter": false}]' --fit-seeds 0,1,2
 
