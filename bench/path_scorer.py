@@ -94,12 +94,22 @@ def similarity_walks(bench, examples: list) -> list[ScorerGroup]:
     return walks
 
 
+def plain(path: str) -> str:
+    """A candidate's path as the scorer reads it without its note (`programs.ranking.scored_text`)."""
+    return path.split(" ; reached from ")[0]
+
+
+def by_part(view: str, walks: list[ScorerGroup], parts: dict[str, set[str]]) -> list[tuple[str, list[ScorerGroup]]]:
+    """The view's walks whole, then those of each part's questions, each named as its table rows are ("similarity, 1 relation")."""
+    return [(view, walks)] + [(f"{view}, {part}", [w for w in walks if w.question in questions]) for part, questions in parts.items()]
+
+
 def without_siblings(walk: ScorerGroup) -> ScorerGroup:
     """The walk without the other ends of a gold path's own chain: candidates whose path is a gold
     path's but for its last name ("Lautner -> film -> Eclipse" beside "... -> New Moon"). The path
     cannot tell them apart, so as negatives they teach names, not chains."""
     def prefix(path: str) -> str:
-        return path.split(" ; reached from ")[0].rsplit(" -> ", 1)[0]
+        return plain(path).rsplit(" -> ", 1)[0]
 
     golds = {prefix(p) for p, g in zip(walk.paths, walk.gold) if g}
     kept = [(p, g) for p, g in zip(walk.paths, walk.gold) if g or prefix(p) not in golds]
@@ -111,7 +121,7 @@ def without_shorter(walk: ScorerGroup) -> ScorerGroup:
     the text shows them: relations and the names between): negatives the gold is told apart from by
     its length as well as by what it says."""
     def length(path: str) -> int:
-        return path.split(" ; ")[0].count(" -> ")
+        return plain(path).count(" -> ")
 
     least = min((length(p) for p, g in zip(walk.paths, walk.gold) if g), default=0)
     kept = [(p, g) for p, g in zip(walk.paths, walk.gold) if g or length(p) >= least]
@@ -201,9 +211,7 @@ def scorer_rows(view: str, walks: list[ScorerGroup], scorer: PathScorer, name: s
         orders[f"{base[view][0]} + {name}, standardized"] = summed(base[view][1], scores)
     base.setdefault(view, (name, scores))
     rows = []
-    for part, questions in {"": None, **parts}.items():
-        shown = f"{view}, {part}" if part else view
-        some = [w for w in walks if questions is None or w.question in questions]
+    for shown, some in by_part(view, walks, parts):
         for label, order in orders.items():
             right = firsts(some, order)
             counts = paired(first[shown], right) if shown in first else None
@@ -295,9 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.fit_hops:
         fit_hops = {int(n) for n in args.fit_hops.split(",")}
         train = [walk for walk in train if hops.get(walk.question) in fit_hops]
-    rows = [(f"{view}, {part}" if part else view, "hand-set order",
-             places([w for w in walks if questions is None or w.question in questions]), "", "", "")
-            for view, walks in views.items() for part, questions in {"": None, **parts}.items()]
+    rows = [(shown, "hand-set order", places(some), "", "", "") for view, walks in views.items() for shown, some in by_part(view, walks, parts)]
     first: dict[str, list[bool]] = {}  # the first scorer's first places, per walk view
     base: dict[str, tuple[str, dict]] = {}  # the first scorer's name and scores, per walk view
     seeds = [int(seed) for seed in args.fit_seeds.split(",")] if args.fit_seeds else [None]
