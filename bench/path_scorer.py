@@ -45,6 +45,13 @@ the `metaqa-transfer` row compiles with `--fit-hops 2,3`.
 
     .venv/bin/python -m bench.path_scorer --answers-alone --fit-hops 2,3 --views similarity --variants '[{}, {"shorter": false}]' --fit-seeds 0,1,2
 
+With `--lengths`, each order is given again with a length chosen for it: the candidates of the
+gold paths' lengths first (`length`: as the path text shows it), or of the hand-set order's first
+path's, each in the order's own order within. So a loss splits into choosing the length and
+ordering within it.
+
+    .venv/bin/python -m bench.path_scorer --answers-alone --fit-hops 2,3 --views similarity --lengths --fit-seeds 0,1,2
+
 A learning curve: `--more N` also walks N other dev questions (outside the compile sample and the
 scored ones) with the teacher and fits on them after the compile questions' walks; a variant's
 `"questions": n` fits on the first n of those walks only.
@@ -116,13 +123,14 @@ def without_siblings(walk: ScorerGroup) -> ScorerGroup:
     return ScorerGroup(walk.question, [p for p, _ in kept], [g for _, g in kept])
 
 
-def without_shorter(walk: ScorerGroup) -> ScorerGroup:
-    """The walk without the candidates whose path is shorter than its shortest gold path (steps as
-    the text shows them: relations and the names between): negatives the gold is told apart from by
-    its length as well as by what it says."""
-    def length(path: str) -> int:
-        return plain(path).count(" -> ")
+def length(path: str) -> int:
+    """A candidate's path length as its text shows it: its relations and the names between."""
+    return plain(path).count(" -> ")
 
+
+def without_shorter(walk: ScorerGroup) -> ScorerGroup:
+    """The walk without the candidates whose path is shorter than its shortest gold path (by
+    `length`): negatives the gold is told apart from by its length as well as by what it says."""
     least = min((length(p) for p, g in zip(walk.paths, walk.gold) if g), default=0)
     kept = [(p, g) for p, g in zip(walk.paths, walk.gold) if g or length(p) >= least]
     return ScorerGroup(walk.question, [p for p, _ in kept], [g for _, g in kept])
@@ -186,6 +194,35 @@ def summed(base: dict[str, list[float]], other: dict[str, list[float]]):
     return order
 
 
+def at_length(scores: dict[str, list[float]], lengths):
+    """The order of `scores` with the candidates of the lengths `lengths(walk)` gives first: how the
+    order does once its length is chosen for it."""
+    def order(walk: ScorerGroup) -> list[int]:
+        ranked = sorted(range(len(walk.paths)), key=lambda i: (-scores[walk.question][i], i))
+        chosen = lengths(walk)
+        return sorted(ranked, key=lambda i: length(walk.paths[i]) not in chosen)  # stable: the scores' order within
+    return order
+
+
+def gold_lengths(walk: ScorerGroup) -> set[int]:
+    """The lengths of the walk's gold paths: the length chosen right."""
+    return {length(p) for p, g in zip(walk.paths, walk.gold) if g}
+
+
+def hand_length(walk: ScorerGroup) -> set[int]:
+    """The length of the hand-set order's first path: the length chosen by similarity."""
+    return {length(walk.paths[0])} if walk.paths else set()
+
+
+GOLD_LENGTH = "at the gold's length"
+LENGTHS = {GOLD_LENGTH: gold_lengths, "at the hand-set first's length": hand_length}
+
+
+def hand_scores(walks: list[ScorerGroup]) -> dict[str, list[float]]:
+    """The hand-set order as scores."""
+    return {walk.question: [-float(i) for i in range(len(walk.paths))] for walk in walks}
+
+
 def firsts(walks: list[ScorerGroup], order) -> list[bool]:
     """For each walk, whether its first candidate in `order` is a gold answer."""
     return [bool(walk.paths) and walk.gold[order(walk)[0]] for walk in walks]
@@ -196,16 +233,19 @@ def paired(base: list[bool], other: list[bool]) -> tuple[int, int]:
     return sum(o and not b for b, o in zip(base, other)), sum(b and not o for b, o in zip(base, other))
 
 
-def scorer_rows(view: str, walks: list[ScorerGroup], scorer: PathScorer, name: str, *, rerank: int,
+def scorer_rows(view: str, walks: list[ScorerGroup], scorer: PathScorer, name: str, *, rerank: int, lengths: bool = False,
                 base: dict[str, tuple[str, dict]], first: dict[str, list[bool]], parts: dict[str, set[str]]) -> list[tuple]:
-    """One fitted scorer's table rows on one walk view: its own order, then (with `rerank`) its
-    combinations with the first scorer fitted (`base`: its name and scores, per view); each row's
-    first places paired with the first scorer's (`first`, per view). The first scorer fills both.
-    Each row again for each of `parts` (a name and its questions: "1 relation"), from the same scores."""
+    """One fitted scorer's table rows on one walk view: its own order, then (with `lengths`) that
+    order at a length chosen for it (`LENGTHS`), then (with `rerank`) its combinations with the first
+    scorer fitted (`base`: its name and scores, per view); each row's first places paired with the
+    first scorer's (`first`, per view). The first scorer fills both. Each row again for each of
+    `parts` (a name and its questions: "1 relation"), from the same scores."""
     started = time.perf_counter()
     scores = scored(scorer, walks)
     seconds = f"{time.perf_counter() - started:.0f}"
     orders = {name: reranked(scores, scores, SCORED)}  # its own order: by its scores alone
+    if lengths:
+        orders |= {f"{name}, {chosen}": at_length(scores, lengths_of) for chosen, lengths_of in LENGTHS.items()}
     if rerank and view in base:
         orders[f"{base[view][0]}, its first {rerank} by {name}"] = reranked(base[view][1], scores, rerank)
         orders[f"{base[view][0]} + {name}, standardized"] = summed(base[view][1], scores)
@@ -272,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
                         "unfitted encoder's times each weight, one row each")
     parser.add_argument("--fit-hops", default="", help="comma-separated: fit only on the compile questions whose first gold "
                         "path found from the answers has this many relations (a transfer: `2,3`)")
+    parser.add_argument("--lengths", action="store_true", help="also each order with the candidates of one length first: "
+                        "the gold path's (the length known) and the hand-set order's first path's")
     parser.add_argument("--views", default="teacher,similarity", help="comma-separated: the dev walks scored (teacher, similarity)")
     parser.add_argument("--out", type=Path, default=Path("runs/path-scorer"))
     parser.add_argument("--save", action="store_true", help="save each fitted scorer in the output folder (scorer-KIND-N-W[-seedS]/, "
@@ -303,7 +345,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.fit_hops:
         fit_hops = {int(n) for n in args.fit_hops.split(",")}
         train = [walk for walk in train if hops.get(walk.question) in fit_hops]
-    rows = [(shown, "hand-set order", places(some), "", "", "") for view, walks in views.items() for shown, some in by_part(view, walks, parts)]
+    rows = []
+    for view, walks in views.items():  # the hand-set order (with --lengths, also at the gold's length)
+        hand = {"hand-set order": None} | ({f"hand-set order, {GOLD_LENGTH}": at_length(hand_scores(walks), gold_lengths)}
+                                           if args.lengths else {})
+        rows += [(shown, label, places(some, order), "", "", "") for shown, some in by_part(view, walks, parts) for label, order in hand.items()]
     first: dict[str, list[bool]] = {}  # the first scorer's first places, per walk view
     base: dict[str, tuple[str, dict]] = {}  # the first scorer's name and scores, per walk view
     seeds = [int(seed) for seed in args.fit_seeds.split(",")] if args.fit_seeds else [None]
@@ -326,12 +372,14 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name}: fitted on {scorer.report.questions} walks, {scorer.report.groups} groups, "
                       f"{scorer.report.seconds:.0f} s, losses {scorer.report.losses}", flush=True)
                 for view, walks in views.items():
-                    own = scorer_rows(view, walks, scorer, name, rerank=args.rerank, base=base, first=first, parts=parts)
+                    own = scorer_rows(view, walks, scorer, name, rerank=args.rerank, lengths=args.lengths, base=base, first=first,
+                                      parts=parts)
                     rows += own
-                    variant_rows += [row for row in own if row[1] == name]
-            if len(seeds) > 1:  # the variant's mean over its seeds, per walk view (and part)
-                rows += [mean_row(view, f"{label}, mean of {len(seeds)} seeds", [row for row in variant_rows if row[0] == view])
-                         for view in dict.fromkeys(row[0] for row in variant_rows)]
+                    variant_rows += [(row[1].removeprefix(name), row) for row in own if row[1].startswith(name)]
+            if len(seeds) > 1:  # the variant's mean over its seeds, per walk view (and part) and order
+                rows += [mean_row(view, f"{label}, mean of {len(seeds)} seeds{suffix}",
+                                  [row for own, row in variant_rows if row[0] == view and own == suffix])
+                         for view, suffix in dict.fromkeys((row[0], own) for own, row in variant_rows)]
     if args.base_mix:  # the first scorer beside the unfitted encoder's similarity, per weight
         unfitted = PathScorer(settings=ScorerSettings(**{**json.loads(args.settings), "kind": "bi"}))
         for view, walks in views.items():
