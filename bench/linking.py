@@ -29,6 +29,7 @@ rows' topic entities and without them (linked). Records are resumable JSONL; Hit
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import random
 import signal
@@ -211,7 +212,8 @@ def wrong_links(scored: list[Scored], count: int, seed: int) -> str:
 
 
 def write_records(path: Path, scored: list[Scored]) -> None:
-    with path.open("w") as f:
+    """Each question's linking as one JSON line, gzipped (`path` ends in .jsonl.gz): kept in bench/results."""
+    with gzip.open(path, "wt", encoding="utf-8") as f:
         for s in scored:
             f.write(json.dumps({"id": s.id, "question": s.question, "gold": s.gold, "linked": s.linked,
                                 "candidates": s.candidates, "seconds": round(s.seconds, 4), "best": s.shown,
@@ -331,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
                             print(table({(dataset, backend, label, name): results[(dataset, backend, label, name)]}).splitlines()[-1], flush=True)
                             if backend == "embedded" and label == "compiled":
                                 slug = f"{dataset}-{name.split(',')[0].replace(' ', '-')}"
-                                write_records(args.out / f"links-{slug}.jsonl", scored)
+                                write_records(args.out / f"links-{slug}.jsonl.gz", scored)
                                 if name == next(iter(samples)):  # the seeded sample
                                     (args.out / f"wrong-{dataset}.md").write_text(wrong_links(scored, 20, args.seed))
                     if backend == "embedded" and args.topic_choice:
@@ -340,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
                         scored = choose_all(program, as_rows(examples))
                         results[(dataset, backend, "compiled + topic choice (LM)", name)] = metrics(scored)
                         print(table({(dataset, backend, "+choice", name): results[(dataset, backend, "compiled + topic choice (LM)", name)]}).splitlines()[-1], flush=True)
-                        write_records(args.out / f"links-{dataset}-topic-choice.jsonl", scored)
+                        write_records(args.out / f"links-{dataset}-topic-choice.jsonl.gz", scored)
                         (args.out / f"wrong-{dataset}-topic-choice.md").write_text(wrong_links(scored, 20, args.seed))
                     if dataset == "cwq-mini" and backend == "embedded" and args.end_to_end:
                         e2e = end_to_end(args, kg, linker, samples["sample"])

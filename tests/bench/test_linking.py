@@ -40,3 +40,17 @@ def test_end_to_end_on_the_dev_split_is_refused(capsys):
         main(["--split", "dev", "--end-to-end", "5", "--program", "somewhere"])
     assert stopped.value.code == 2
     assert "leave out --split dev" in capsys.readouterr().err
+
+
+def test_linking_records_are_written_gzipped_one_question_a_line(tmp_path):
+    import gzip
+    import json
+
+    from bench.linking import Scored, write_records
+
+    scored = [Scored("q1", "who directed [Heat]", ["m.1"], ["m.1"], 3, 0.01234, [{"id": "m.1"}], 0),
+              Scored("q2", "where is Lyon", ["m.2"], [], 0, 0.5, [], 1)]
+    write_records(tmp_path / "links.jsonl.gz", scored)
+    rows = [json.loads(line) for line in gzip.open(tmp_path / "links.jsonl.gz", "rt", encoding="utf-8")]
+    assert [(r["id"], r["linked"], r["seconds"], r["llm_calls"]) for r in rows] == [("q1", ["m.1"], 0.0123, 0), ("q2", [], 0.5, 1)]
+    assert rows[0]["best"] == [{"id": "m.1"}] and rows[1]["candidates"] == 0
