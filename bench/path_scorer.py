@@ -194,14 +194,18 @@ def summed(base: dict[str, list[float]], other: dict[str, list[float]]):
     return order
 
 
-def at_length(scores: dict[str, list[float]], lengths):
-    """The order of `scores` with the candidates of the lengths `lengths(walk)` gives first: how the
-    order does once its length is chosen for it."""
-    def order(walk: ScorerGroup) -> list[int]:
-        ranked = sorted(range(len(walk.paths)), key=lambda i: (-scores[walk.question][i], i))
+def as_given(walk: ScorerGroup) -> list[int]:
+    """The walk's candidates in the order given: the hand-set order."""
+    return list(range(len(walk.paths)))
+
+
+def at_length(order, lengths):
+    """`order` with the candidates of the lengths `lengths(walk)` gives first: how the order does
+    once its length is chosen for it."""
+    def chosen_first(walk: ScorerGroup) -> list[int]:
         chosen = lengths(walk)
-        return sorted(ranked, key=lambda i: length(walk.paths[i]) not in chosen)  # stable: the scores' order within
-    return order
+        return sorted(order(walk), key=lambda i: length(walk.paths[i]) not in chosen)  # stable: the order kept within
+    return chosen_first
 
 
 def gold_lengths(walk: ScorerGroup) -> set[int]:
@@ -216,11 +220,6 @@ def hand_length(walk: ScorerGroup) -> set[int]:
 
 GOLD_LENGTH = "at the gold's length"
 LENGTHS = {GOLD_LENGTH: gold_lengths, "at the hand-set first's length": hand_length}
-
-
-def hand_scores(walks: list[ScorerGroup]) -> dict[str, list[float]]:
-    """The hand-set order as scores."""
-    return {walk.question: [-float(i) for i in range(len(walk.paths))] for walk in walks}
 
 
 def firsts(walks: list[ScorerGroup], order) -> list[bool]:
@@ -245,7 +244,7 @@ def scorer_rows(view: str, walks: list[ScorerGroup], scorer: PathScorer, name: s
     seconds = f"{time.perf_counter() - started:.0f}"
     orders = {name: reranked(scores, scores, SCORED)}  # its own order: by its scores alone
     if lengths:
-        orders |= {f"{name}, {chosen}": at_length(scores, lengths_of) for chosen, lengths_of in LENGTHS.items()}
+        orders |= {f"{name}, {chosen}": at_length(orders[name], lengths_of) for chosen, lengths_of in LENGTHS.items()}
     if rerank and view in base:
         orders[f"{base[view][0]}, its first {rerank} by {name}"] = reranked(base[view][1], scores, rerank)
         orders[f"{base[view][0]} + {name}, standardized"] = summed(base[view][1], scores)
@@ -347,8 +346,8 @@ def main(argv: list[str] | None = None) -> int:
         train = [walk for walk in train if hops.get(walk.question) in fit_hops]
     rows = []
     for view, walks in views.items():  # the hand-set order (with --lengths, also at the gold's length)
-        hand = {"hand-set order": None} | ({f"hand-set order, {GOLD_LENGTH}": at_length(hand_scores(walks), gold_lengths)}
-                                           if args.lengths else {})
+        hand = {"hand-set order": as_given} | ({f"hand-set order, {GOLD_LENGTH}": at_length(as_given, gold_lengths)}
+                                               if args.lengths else {})
         rows += [(shown, label, places(some, order), "", "", "") for shown, some in by_part(view, walks, parts) for label, order in hand.items()]
     first: dict[str, list[bool]] = {}  # the first scorer's first places, per walk view
     base: dict[str, tuple[str, dict]] = {}  # the first scorer's name and scores, per walk view

@@ -108,7 +108,7 @@ def test_without_shorter_leaves_out_the_candidates_a_hop_short_of_the_shortest_g
 
 
 def test_an_order_at_a_chosen_length_puts_that_lengths_candidates_first_in_its_own_order():
-    from bench.path_scorer import at_length, gold_lengths, hand_length, hand_scores, length
+    from bench.path_scorer import as_given, at_length, gold_lengths, hand_length, length, reranked
 
     walk = ScorerGroup("what currency is used where Ada was born",
                        ["Ada -> person place of birth -> France", "Ada -> person nationality -> Spain",
@@ -116,12 +116,13 @@ def test_an_order_at_a_chosen_length_puts_that_lengths_candidates_first_in_its_o
                         "Ada -> person nationality -> Spain -> country currency -> Euro"], [False, False, True, True])
     assert [length(p) for p in walk.paths] == [2, 2, 4, 4]  # the note is not part of the path
     scores = {walk.question: [4.0, 3.0, 1.0, 2.0]}
+    by_scores = reranked(scores, scores, 4)
     assert gold_lengths(walk) == {4} and hand_length(walk) == {2}
-    assert at_length(scores, gold_lengths)(walk) == [3, 2, 0, 1]  # the gold's length first, by the scores within
-    assert at_length(scores, hand_length)(walk) == [0, 1, 3, 2]
-    assert at_length(hand_scores([walk]), gold_lengths)(walk) == [2, 3, 0, 1]  # the hand-set order within
+    assert at_length(by_scores, gold_lengths)(walk) == [3, 2, 0, 1]  # the gold's length first, by the scores within
+    assert at_length(by_scores, hand_length)(walk) == [0, 1, 3, 2]
+    assert at_length(as_given, gold_lengths)(walk) == [2, 3, 0, 1]  # the hand-set order within
     unanswered = ScorerGroup("q", ["a -> r -> b"], [False])
-    assert at_length({"q": [0.0]}, gold_lengths)(unanswered) == [0]  # no gold: every candidate after none
+    assert at_length(as_given, gold_lengths)(unanswered) == [0]  # no gold: every candidate after none
 
 
 def test_with_lengths_each_scorer_row_comes_again_at_the_gold_length_and_at_the_hand_set_firsts():
