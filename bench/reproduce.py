@@ -49,6 +49,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from kgqa.env import stay_offline
+from kgqa.programs.scorer import SETTINGS_FILE, WEIGHTS_FILE, weights_digest
 
 stay_offline()
 
@@ -144,9 +145,13 @@ def code_hash(root: Path = ROOT, *, parts: Sequence[str] = CODE) -> str:
 
 
 def program_hash(directory: Path) -> str:
-    """A hash of a compiled program's files, its compile time (and the path scorer's fit time) left out."""
+    """A hash of a compiled program's files, its compile time (and the path scorer's fit time) left out.
+    The scorer's weights, kept out of git, are covered by the sha256 `path_scorer.json` holds of them,
+    so a clone without them hashes the same (and loading the program there says they are missing)."""
     files = []
     for path in sorted(directory.iterdir()):
+        if path.name == WEIGHTS_FILE:
+            continue
         data = path.read_bytes()
         if path.name == "config.json":
             config = json.loads(data)
@@ -157,6 +162,14 @@ def program_hash(directory: Path) -> str:
             data = json.dumps(scorer, sort_keys=True).encode()
         files.append((path.name, data))
     return _digest(files)
+
+
+def _saved_digest(directory: Path) -> str | None:
+    """The sha256 of its weights that a program's `path_scorer.json` keeps (None: none kept)."""
+    try:
+        return json.loads((directory / SETTINGS_FILE).read_text()).get("weights_sha256")
+    except (OSError, ValueError):
+        return None
 
 
 def git_state(root: Path = ROOT) -> dict:
@@ -513,6 +526,8 @@ def row_staleness(folder: Path, manifest: dict, code: str) -> str | None:
     program = folder / "program"
     if not (program / "program.json").exists() or program_hash(program) != stamp["program"]:
         return "the program files are not the ones its records were answered by"
+    if (program / WEIGHTS_FILE).exists() and weights_digest(program) != _saved_digest(program):
+        return f"its {WEIGHTS_FILE} is not the one its path_scorer.json was saved with"
     for sample in manifest["samples"]:
         if any(r.get("stamp") != stamp for r in read_packed(folder, sample)):
             return f"some {sample} records carry another stamp"
@@ -530,8 +545,8 @@ Each row below is rebuilt by its one command from a fresh compile at the current
 (`bench/reproduce.py`); `python -m bench.reproduce --check` (no LLM, seconds) recomputes the
 README's lines from these records and lists rows whose code or program changed since.
 A row's fitted scorer weights (`program/path_scorer.safetensors`, 14 MB) are not in git: the
-manifest's program hash covers them, and the row's command compiles them again where they are
-missing (a program without them says so when it is loaded).
+program hash covers them through the sha256 `path_scorer.json` keeps of them, and the row's command
+compiles them again where they are missing (a program without them says so when it is loaded).
 
 | row | about | folder | command | commit | clean tree | compile s | wall s | engine tok/s (prompt / generated) |
 |---|---|---|---|---|---|---|---|---|

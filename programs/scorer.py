@@ -27,6 +27,7 @@ at least that, the walk lets the scorer's first answer without the extraction ca
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
@@ -230,7 +231,8 @@ class PathScorer:
         save_file({name: tensor.half().contiguous() for name, tensor in self._tuned.items()}, str(directory / WEIGHTS_FILE),
                   metadata={"format": "pt"})
         state = {"version": VERSION, "base": self.settings.encoder, "settings": asdict(self.settings),
-                 "report": asdict(self.report), "calibration": asdict(self.calibration), "tensors": sorted(self._tuned)}
+                 "report": asdict(self.report), "calibration": asdict(self.calibration), "tensors": sorted(self._tuned),
+                 "weights_sha256": weights_digest(directory)}
         (directory / SETTINGS_FILE).write_text(json.dumps(state, indent=2) + "\n")
 
     @classmethod
@@ -255,6 +257,10 @@ class PathScorer:
             raise ValueError(f"{settings_file.name}: bad settings ({exc})") from None
         if not weights_file.exists():
             raise ValueError(f"{settings_file.name} has no {weights_file.name} beside it: recompile the program")
+        expected = state.get("weights_sha256")  # a scorer saved before it was kept loads unchecked
+        if expected is not None and weights_digest(directory) != expected:
+            raise ValueError(f"{weights_file.name} is not the file {settings_file.name} was saved with "
+                             f"(its sha256 differs): recompile the program")
         from safetensors.torch import load_file
 
         try:
@@ -308,6 +314,11 @@ class PathScorer:
         p = torch.nn.functional.normalize(read(paths), dim=-1)
         rows = torch.tensor([asked.index(question) for question in questions])
         return (q[rows] * p).sum(-1) * _BI_SCALE
+
+
+def weights_digest(directory: str | Path) -> str:
+    """The sha256 of the scorer's weights file in `directory`, as `path_scorer.json` keeps it."""
+    return hashlib.sha256((Path(directory) / WEIGHTS_FILE).read_bytes()).hexdigest()
 
 
 def calibrate(walks: Sequence[ScorerGroup], *, settings: ScorerSettings | None = None, precision: float,

@@ -110,6 +110,21 @@ def test_the_check_names_rows_without_records_and_lists_stale_rows_without_faili
     assert "program files" in reproduce.check(readme_with(tmp_path, lines), results, index=None)[1][0]
 
 
+def test_a_clone_without_the_scorer_weights_is_current_and_other_weights_are_stale(row, tmp_path):
+    """The weights stay out of git: a clone lacks them, and its rows still read as current; weights
+    that are not the ones the program was saved with make the row stale."""
+    folder, run, _ = row
+    run()
+    weights, lines = folder / "program" / "path_scorer.safetensors", reproduce.row_lines("demo-row", folder)
+    assert weights.is_file()
+    kept = weights.read_bytes()
+    weights.unlink()
+    assert reproduce.check(readme_with(tmp_path, lines), folder.parent, index=None) == ([], [])
+    weights.write_bytes(kept[:-1] + bytes([kept[-1] ^ 1]))
+    _, stale = reproduce.check(readme_with(tmp_path, lines), folder.parent, index=None)
+    assert len(stale) == 1 and "path_scorer.safetensors is not the one" in stale[0]
+
+
 def test_a_resumed_run_keeps_what_a_crash_left(row, monkeypatch):
     folder, run, _ = row
     run()

@@ -106,12 +106,20 @@ def test_calibrated_on_walks_held_out_from_a_second_fit_it_is_saved_and_loaded_w
     assert PathScorer.load(tmp_path).sure_at is None
 
 
+def _unchecked(directory):
+    """The settings as a scorer saved before they kept its weights' sha256."""
+    state = json.loads((directory / SETTINGS_FILE).read_text())
+    del state["weights_sha256"]
+    (directory / SETTINGS_FILE).write_text(json.dumps(state))
+
+
 @pytest.mark.parametrize("spoil, error", [
     (lambda d: (d / SETTINGS_FILE).write_text(json.dumps({"version": 7})), "not a kgqa path scorer"),
     (lambda d: (d / SETTINGS_FILE).write_text("{'version': 1}"), "path_scorer.json is not JSON: Expecting property name"),
     (lambda d: (d / SETTINGS_FILE).write_text(json.dumps({"version": 1, "settings": {"layers": 1, "rm": 1}})), "bad settings"),
     (lambda d: (d / WEIGHTS_FILE).unlink(), "no path_scorer.safetensors"),
-    (lambda d: (d / WEIGHTS_FILE).write_bytes(b"not weights"), "not safetensors"),
+    (lambda d: (d / WEIGHTS_FILE).write_bytes(b"not weights"), "not the file path_scorer.json was saved with"),
+    (lambda d: _unchecked(d) or (d / WEIGHTS_FILE).write_bytes(b"not weights"), "not safetensors"),
 ])
 def test_a_spoiled_scorer_is_a_clear_error(fitted, tmp_path, spoil, error):
     fitted.save(tmp_path)
