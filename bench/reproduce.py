@@ -8,6 +8,8 @@ samples with the LM, and keeps in `bench/results/ROW/`:
   program files, a hash of the code that answers), the compile seconds, each run's wall time and
   engine speed (`kgqa doctor`'s smoke test, measured before the run);
 - `program/`: the compiled program (`kgqa ask --program bench/results/ROW/program ...` loads it);
+  git keeps its large JSON files gzipped (`PACKED`: `program.json.gz`, ...) and not the scorer's
+  weights, so a clone's row command unpacks the one and fits the other again before it loads it;
 - `records/SAMPLE.jsonl.gz`: one record per question, each carrying the stamp; a CWQ-mini row also
   asks each sample of the path scorer alone (`SAMPLE-scorer-alone`: the compiled scorer's first
   candidate on the walk with no LLM, so the LLM's share of the answer shows), and a row may ask it
@@ -146,21 +148,19 @@ def code_hash(root: Path = ROOT, *, parts: Sequence[str] = CODE) -> str:
 
 def program_hash(directory: Path) -> str:
     """A hash of a compiled program's files, its compile time (and the path scorer's fit time) left out.
-    The scorer's weights, kept out of git, are covered by the sha256 `path_scorer.json` holds of them,
+    A packed file (`NAME.gz`) counts as the file it unpacks to, so packing changes no hash. The
+    scorer's weights, kept out of git, are covered by the sha256 `path_scorer.json` holds of them,
     so a clone without them hashes the same (and loading the program there says they are missing)."""
     files = []
-    for path in sorted(directory.iterdir()):
-        if path.name == WEIGHTS_FILE:
-            continue
-        data = path.read_bytes()
-        if path.name == "config.json":
+    for name, data in program_files(directory):
+        if name == "config.json":
             config = json.loads(data)
             data = json.dumps({k: v for k, v in config.items() if k not in UNTIMED}, sort_keys=True).encode()
-        elif path.name == "path_scorer.json":  # the scorer's fit time is no part of it
+        elif name == SETTINGS_FILE:  # the scorer's fit time is no part of it
             scorer = json.loads(data)
             scorer["report"] = {k: v for k, v in scorer.get("report", {}).items() if k != "seconds"}
             data = json.dumps(scorer, sort_keys=True).encode()
-        files.append((path.name, data))
+        files.append((name, data))
     return _digest(files)
 
 
@@ -170,6 +170,61 @@ def _saved_digest(directory: Path) -> str | None:
         return json.loads((directory / SETTINGS_FILE).read_text()).get("weights_sha256")
     except (OSError, ValueError):
         return None
+
+
+def weights_trouble(directory: Path) -> str | None:
+    """What is wrong with a saved program's scorer weights (missing, or not the ones it was saved with), or None."""
+    saved = _saved_digest(directory)
+    if saved is None:  # no scorer, or one saved before its settings kept the weights' hash: nothing to check
+        return None
+    if not (directory / WEIGHTS_FILE).exists():
+        return f"its {WEIGHTS_FILE} is missing"
+    if weights_digest(directory) != saved:
+        return f"its {WEIGHTS_FILE} is not the one its {SETTINGS_FILE} was saved with"
+    return None
+
+
+# -- a row's program on disk -------------------------------------------------------------------
+
+# The program's large JSON files, which git keeps gzipped (NAME.gz) beside the ignored NAME: together
+# 1.5 to 2.5 MB a row, a fifth of that packed.
+PACKED = ("program.json", "linking.json", "chains.json")
+
+
+def program_files(directory: Path) -> list[tuple[str, bytes]]:
+    """A saved program's files as (name, bytes), a packed one as the file it unpacks to (the packed
+    one wins over a live copy: it is what git keeps), the scorer's weights left out."""
+    files: dict[str, bytes] = {}
+    for path in sorted(directory.iterdir()) if directory.is_dir() else []:
+        if path.name == WEIGHTS_FILE:
+            continue
+        if path.suffix == ".gz" and path.stem in PACKED:
+            files[path.stem] = gzip.decompress(path.read_bytes())
+        elif path.name not in files:
+            files[path.name] = path.read_bytes()
+    return sorted(files.items())
+
+
+def has_program(directory: Path) -> bool:
+    return any((directory / name).exists() for name in (PACKED[0], PACKED[0] + ".gz"))
+
+
+def pack_program(directory: Path) -> None:
+    """Write `NAME.gz` of each live large file (byte for byte reproducible); the live files stay, for loading."""
+    for name in PACKED:
+        live = directory / name
+        if live.exists():
+            (directory / f"{name}.gz").write_bytes(gzip.compress(live.read_bytes(), compresslevel=9, mtime=0))
+
+
+def unpack_program(directory: Path) -> None:
+    """Write each packed file out where its live copy is missing or differs (a clone has only the packed ones)."""
+    for name in PACKED:
+        packed, live = directory / f"{name}.gz", directory / name
+        if packed.exists():
+            data = gzip.decompress(packed.read_bytes())
+            if not live.exists() or live.read_bytes() != data:
+                live.write_bytes(data)
 
 
 def git_state(root: Path = ROOT) -> dict:
@@ -361,13 +416,15 @@ def run_row(name: str, row: Row, *, folder: Path, lm, lm_spec: str, fresh: bool 
     samples = samples_of(bench, alone=row.alone, off=row.off)
     code, previous = code_hash(), read_manifest(folder) or {}
     directory = folder / "program"
-    same = (previous.get("spec") == row.spec() and previous.get("stamp", {}).get("code") == code
-            and (directory / "program.json").exists() and program_hash(directory) == previous["stamp"].get("program"))
-    if fresh or not same:
+    same = (previous.get("spec") == row.spec() and previous.get("stamp", {}).get("code") == code and has_program(directory)
+            and program_hash(directory) == previous["stamp"].get("program") and not weights_trouble(directory))
+    if fresh or not same:  # a clone's program lacks its weights: compiled again, it is the same program where the fit is
         compile_seconds = compile_fresh(row, bench, directory)
         print(f"{name}: compiled on {len(bench.train)} questions in {compile_seconds:.0f} s", flush=True)
+        pack_program(directory)
     else:
         compile_seconds = previous["compile_seconds"]
+        unpack_program(directory)
     stamp = {"program": program_hash(directory), "code": code}
     program = load_program(directory, bench.kg)
     runs = previous.get("runs", []) if previous.get("stamp") == stamp else []
@@ -524,10 +581,11 @@ def row_staleness(folder: Path, manifest: dict, code: str) -> str | None:
     if stamp["code"] != code:
         return f"the code that answers changed (records {stamp['code']}, now {code})"
     program = folder / "program"
-    if not (program / "program.json").exists() or program_hash(program) != stamp["program"]:
+    if not has_program(program) or program_hash(program) != stamp["program"]:
         return "the program files are not the ones its records were answered by"
-    if (program / WEIGHTS_FILE).exists() and weights_digest(program) != _saved_digest(program):
-        return f"its {WEIGHTS_FILE} is not the one its path_scorer.json was saved with"
+    trouble = weights_trouble(program)
+    if trouble and (program / WEIGHTS_FILE).exists():  # a clone lacks the weights (kept out of git): not stale for that
+        return trouble
     for sample in manifest["samples"]:
         if any(r.get("stamp") != stamp for r in read_packed(folder, sample)):
             return f"some {sample} records carry another stamp"
@@ -547,6 +605,8 @@ README's lines from these records and lists rows whose code or program changed s
 A row's fitted scorer weights (`program/path_scorer.safetensors`, 14 MB) are not in git: the
 program hash covers them through the sha256 `path_scorer.json` keeps of them, and the row's command
 compiles them again where they are missing (a program without them says so when it is loaded).
+Git keeps the program's large JSON files gzipped (`program.json.gz`, `linking.json.gz`,
+`chains.json.gz`, each hashed as the file it unpacks to); the row's command unpacks them.
 
 | row | about | folder | command | commit | clean tree | compile s | wall s | engine tok/s (prompt / generated) |
 |---|---|---|---|---|---|---|---|---|

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 
@@ -123,6 +124,29 @@ def test_a_clone_without_the_scorer_weights_is_current_and_other_weights_are_sta
     weights.write_bytes(kept[:-1] + bytes([kept[-1] ^ 1]))
     _, stale = reproduce.check(readme_with(tmp_path, lines), folder.parent, index=None)
     assert len(stale) == 1 and "path_scorer.safetensors is not the one" in stale[0]
+
+
+def test_git_keeps_the_program_packed_and_a_clone_unpacks_it_and_fits_the_weights_again(row, tmp_path):
+    """What a clone has of a row (the packed JSON, no live copies, no weights) hashes as the program
+    did; its row command unpacks the program, compiles the weights again and asks nothing anew."""
+    folder, run, lm = row
+    first = run()
+    program = folder / "program"
+    packed = {p.name for p in program.glob("*.gz")}
+    assert packed == {f"{name}.gz" for name in reproduce.PACKED}
+    lines = reproduce.row_lines("demo-row", folder)
+    for name in [*reproduce.PACKED, "path_scorer.safetensors"]:
+        (program / name).unlink()
+    assert reproduce.program_hash(program) == first["stamp"]["program"]
+    assert reproduce.check(readme_with(tmp_path, lines), folder.parent, index=None) == ([], [])
+    calls = len(lm.scripted.calls)
+    second = run()
+    assert second["stamp"] == first["stamp"] and second["runs"][-1]["questions_asked"] == 0
+    assert len(lm.scripted.calls) == calls
+    assert all((program / name).is_file() for name in [*reproduce.PACKED, "path_scorer.safetensors"])
+    (program / "chains.json").write_text("{}")  # a live copy that is not what git keeps: the packed one is loaded
+    run()
+    assert (program / "chains.json").read_bytes() == gzip.decompress((program / "chains.json.gz").read_bytes())
 
 
 def test_a_resumed_run_keeps_what_a_crash_left(row, monkeypatch):
