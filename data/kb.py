@@ -7,6 +7,7 @@ whose load was killed refuses to open until the same load is run again."""
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from kgqa.data.metaqa import kb_triples
 from kgqa.data.rog import graph_triples, load_rog
 from kgqa.kg import EmbeddedStore, KnowledgeGraph, get_profile
 from kgqa.kg.profiles import FREEBASE_NS
+from kgqa.kg.relation_index import RelationRuns
 from kgqa.progress import QUIET, Progress
 
 FORMATS = ("ntriples", "turtle", "metaqa", "rog")
@@ -39,9 +41,11 @@ class LoadReport:
 
 
 def load_source(store: EmbeddedStore, source: str | Path, *, format: str | None = None, index: bool = True,
-                progress: Progress = QUIET) -> LoadReport:
+                gather: RelationRuns | None = None, progress: Progress = QUIET) -> LoadReport:
     """Add one source to the store; `format` is guessed from the file suffix when not given. With
-    `index` (the default) the store's relation index is rebuilt after it (its seconds counted)."""
+    `index` (the default) the store's relation index is rebuilt after it (its seconds counted): from
+    `gather` (`EmbeddedStore.gathering`, handed every source of an empty store) where it could be
+    gathered as the source was read, else by reading the graph back."""
     format = format or guess_format(source)
     if format not in FORMATS:
         raise DatasetError(f"unknown KG format {format!r}; choose one of {', '.join(FORMATS)}")
@@ -50,13 +54,15 @@ def load_source(store: EmbeddedStore, source: str | Path, *, format: str | None 
     before, start = len(store), time.perf_counter()
     if format in ("ntriples", "turtle"):
         with open_bytes(source, progress=progress) as handle:
-            store.load_file(handle, format=format, name=str(source), index=False)
-    elif format == "metaqa":
+            store.load_file(handle, format=format, name=str(source), index=False, gather=gather)
+    elif gather is not None:
+        gather.exact = False  # triples made in Python: gathered by reading the graph back
+    if format == "metaqa":
         store.add_triples(kb_triples(source, progress=progress), index=False)
-    else:
+    elif format == "rog":
         store.add_triples((t for ex in load_rog(source) for t in graph_triples(ex.graph)), index=False)
     if index:
-        store.index_relations(progress=progress)
+        store.index_relations(progress=progress, gathered=gather)
     return LoadReport(str(source), format, len(store) - before, time.perf_counter() - start)
 
 
@@ -77,8 +83,9 @@ def build_store(
     the last, and record its metadata (the index's seconds counted in the last source's)."""
     store = EmbeddedStore.open(path, create=True) if path is not None else EmbeddedStore()
     store.write_meta(loading=[str(source) for source in sources])  # until the last source is in
-    reports = [load_source(store, source, format=format, index=i == len(sources) - 1, progress=progress)
-               for i, source in enumerate(sources)]
+    with store.gathering() if len(store) == 0 else nullcontext() as runs:  # a load run again after a kill reads back
+        reports = [load_source(store, source, format=format, index=i == len(sources) - 1, gather=runs, progress=progress)
+                   for i, source in enumerate(sources)]
     profile = get_profile(profile).name if profile else guess_profile(store, [r.format for r in reports])
     store.write_meta(
         profile=profile,

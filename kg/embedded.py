@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import BinaryIO
 
@@ -14,7 +15,14 @@ import pyoxigraph as ox
 from kgqa.kg.errors import KGError
 from kgqa.kg.name_table import NameTable
 from kgqa.kg.queries import RELATION_INDEX, RELATIONS_OF
-from kgqa.kg.relation_index import SPILL_PREFIX, build_relation_index
+from kgqa.kg.relation_index import (
+    SPILL_PREFIX,
+    RelationRuns,
+    TeeReader,
+    build_relation_index,
+    gathering,
+    write_relation_index,
+)
 from kgqa.kg.terms import RDF_LANG_STRING, RdfTerm
 from kgqa.progress import QUIET, Progress
 
@@ -108,15 +116,33 @@ class EmbeddedStore:
             self.index_relations()
         return count
 
-    def index_relations(self, *, progress: Progress = QUIET) -> None:
+    def index_relations(self, *, progress: Progress = QUIET, gathered: RelationRuns | None = None) -> None:
         """(Re)build the relation index from the default graph, in bounded memory (`kg.relation_index`;
-        `add_triples` and `load_file` do, unless told not to). A store on disk spills beside its data,
-        where what a killed build left is removed first (no other process writes to an open store)."""
-        for stale in self.path.glob(SPILL_PREFIX + "*") if self.path else ():
-            shutil.rmtree(stale, ignore_errors=True)
-        build_relation_index(self.store, spill_dir=self.path, triples=len(self), progress=progress)
+        `add_triples` and `load_file` do, unless told not to): from the runs `gathered` while every
+        triple of it was loaded where they are exact (`gathering`), else by reading the graph back. A
+        store on disk spills beside its data, where what a killed build left is removed first (no
+        other process writes to an open store)."""
+        if gathered is not None and gathered.finish():
+            write_relation_index(self.store, gathered, progress=progress)
+        else:
+            self._remove_spilled(keep=gathered.folder if gathered is not None else None)
+            build_relation_index(self.store, spill_dir=self.path, triples=len(self), progress=progress)
         self._indexed = True
         self._name_tables.clear()  # the names may have changed with the data
+
+    @contextmanager
+    def gathering(self) -> Iterator[RelationRuns]:
+        """Runs that gather the relation index from the N-Triples `load_file(..., gather=runs)` reads,
+        for `index_relations(gathered=runs)`: the caller's to use only while the store holds nothing
+        else. Reading the graph back out of the store costs more than loading it."""
+        self._remove_spilled()
+        with gathering(self.path, plain=True) as runs:
+            yield runs
+
+    def _remove_spilled(self, *, keep: Path | None = None) -> None:
+        for stale in self.path.glob(SPILL_PREFIX + "*") if self.path else ():
+            if stale != keep:
+                shutil.rmtree(stale, ignore_errors=True)
 
     @property
     def relation_index(self) -> tuple[str, str] | None:
@@ -125,24 +151,32 @@ class EmbeddedStore:
             self._indexed = self.store.contains_named_graph(ox.NamedNode(RELATION_INDEX))
         return (RELATION_INDEX, RELATIONS_OF) if self._indexed else None
 
-    def load_file(self, source: str | Path | BinaryIO, *, format: str, name: str | None = None, index: bool = True) -> None:
+    def load_file(self, source: str | Path | BinaryIO, *, format: str, name: str | None = None, index: bool = True,
+                  gather: RelationRuns | None = None) -> None:
         """Parse N-Triples or Turtle straight into the store (pyoxigraph's bulk loader), from a file or
         from a binary stream (`name` says what it is in errors). A bad triple is an error naming its line.
-        With `index` (the default), the relation index is rebuilt; without, the caller rebuilds it."""
+        With `index` (the default), the relation index is rebuilt; without, the caller rebuilds it.
+        `gather` (from `gathering`) is handed the N-Triples as they are read (Turtle makes it inexact)."""
         try:
             rdf_format = FORMATS[format]
         except KeyError:
             raise KGError(f"unknown RDF format {format!r}; choose one of {', '.join(FORMATS)}") from None
         streamed = not isinstance(source, (str, Path))
         try:
-            if streamed:
+            if gather is not None and format == "ntriples":
+                with nullcontext(source) if streamed else open(source, "rb") as stream:
+                    self.store.bulk_load(input=TeeReader(stream, gather), format=rdf_format)
+            elif streamed:
                 self.store.bulk_load(input=source, format=rdf_format)
             else:
                 self.store.bulk_load(path=str(source), format=rdf_format)
         except (SyntaxError, ValueError, OSError, EOFError) as exc:
             raise KGError(f"cannot load {name or source}: {exc}") from exc
+        finally:
+            if gather is not None and format != "ntriples":
+                gather.exact = False
         if index:
-            self.index_relations()
+            self.index_relations(gathered=gather)
 
     def __len__(self) -> int:
         """Triples in the default graph (the relation index is not counted)."""

@@ -10,15 +10,23 @@ entity in runs of at most `run_entities` entities, each full run sorted and spil
 the runs merged by entity into the index's literals, loaded back by the bulk loader, and the
 relations seen joining two nodes listed beside them. Memory holds one run; disk holds the spilled
 runs (smaller than the graph's N-Triples) until the end.
+
+Reading the store back is most of that pass (pyoxigraph reads about 55,000 triples a second back
+out of it, term by term, whether dumped, iterated or selected). A load of N-Triples into an empty
+store gathers the same runs from the bytes the bulk loader reads instead (`gathering`, `TeeReader`),
+and writes the index from them (`write_relation_index`); the bulk loader names a file's blank nodes
+anew, so a file that holds one (or a source of another kind) is indexed by reading the store back.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import re
 import tempfile
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
@@ -29,31 +37,81 @@ from kgqa.kg.terms import sparql_iri
 from kgqa.progress import QUIET, Progress
 
 RUN_ENTITIES = 500_000  # entities gathered in memory before a run is spilled
+GATHER_BYTES = 1 << 20  # N-Triples gathered at a time (a sink is handed a few KB a call)
 LOAD_LINES = 200_000  # index lines a bulk load: one load of 2.7 million held 3.9 GB at its peak
 DROP_BATCH = 100_000  # quads removed a transaction when an old index is dropped
 SPILL_PREFIX = "kgqa-relation-index-"  # a folder left by a build that was killed starts so
-_LITERAL, _IRI = ord('"'), ord("<")
+_LITERAL, _IRI, _BLANK = ord('"'), ord("<"), ord("_")
+_ESCAPED_IRI = re.compile(rb"<[^>\s]*\\[uU]")  # an IRI the parser decodes (`\u00E9`): not the one the store keeps
+
+
+def _plain(lines: bytes) -> bool:
+    """Whether whole lines of N-Triples are cut at their spaces into the triples the store keeps, as
+    far as a scan of them can tell: no comment, empty or indented line, every line ending " .", no
+    tab, no blank node label, no IRI with an escape. A literal may hold a tab, `_:` or an escape too:
+    its file is then indexed by reading the store back, never wrongly. (Two spaces between terms
+    are found as the lines are cut.)"""
+    return (b"\t" not in lines and b"_:" not in lines and lines.count(b"\n") == lines.count(b" .\n")
+            and not lines.startswith((b"#", b" ")) and b"\n#" not in lines and b"\n " not in lines
+            and (b"\\u" not in lines and b"\\U" not in lines or not _ESCAPED_IRI.search(lines)))
 
 
 def build_relation_index(store: ox.Store, *, spill_dir: Path | None = None, run_entities: int = RUN_ENTITIES,
                          triples: int | None = None, progress: Progress = QUIET) -> None:
-    """(Re)build the relation index of `store` from its default graph.
+    """(Re)build the relation index of `store` from its default graph, read back.
     Runs past the first are spilled under `spill_dir` (the system's temporary folder if None);
     `triples` (the default graph's size, if known) sizes the progress bar."""
+    with gathering(spill_dir, run_entities=run_entities) as runs:
+        with progress.advancing(desc="relation index", total=triples, unit="triple", scale=True) as advance:
+            runs.advance = advance
+            store.dump(runs, format=ox.RdfFormat.N_TRIPLES, from_graph=ox.DefaultGraph())
+            runs.finish()
+        write_relation_index(store, runs, progress=progress)
+
+
+@contextmanager
+def gathering(spill_dir: Path | None = None, *, run_entities: int = RUN_ENTITIES, plain: bool = False) -> Iterator[RelationRuns]:
+    """Runs to gather N-Triples into (as a file's sink: `Store.dump`, or `TeeReader`), spilled under
+    `spill_dir` (the system's temporary folder if None) and removed at the end. `plain`: check that
+    the lines are as the store's own dump writes them (`RelationRuns.exact` says if they all were)."""
+    with tempfile.TemporaryDirectory(prefix=SPILL_PREFIX, dir=spill_dir) as folder:
+        yield RelationRuns(Path(folder), run_entities=run_entities, plain=plain)
+
+
+def write_relation_index(store: ox.Store, runs: RelationRuns, *, progress: Progress = QUIET) -> None:
+    """Replace the relation index of `store` with the one `runs` gathered (every triple of its default graph)."""
     index = ox.NamedNode(RELATION_INDEX)
     _drop(store, index)
-    with tempfile.TemporaryDirectory(prefix=SPILL_PREFIX, dir=spill_dir) as folder:
-        with progress.advancing(desc="relation index", total=triples, unit="triple", scale=True) as advance:
-            runs = _Runs(Path(folder), run_entities=run_entities, advance=advance)
-            store.dump(runs, format=ox.RdfFormat.N_TRIPLES, from_graph=ox.DefaultGraph())
-        blank = Path(folder) / "blank-nodes"
-        with blank.open("wb") as blank_lines:  # the bulk loader would take `_:b` for a new blank node
-            lines = _index_lines(runs.merged(), blank=blank_lines)
-            while chunk := b"".join(itertools.islice(lines, LOAD_LINES)):  # a load holds its whole input's terms
-                store.bulk_load(input=chunk, format=ox.RdfFormat.N_TRIPLES, to_graph=index)
-        store.bulk_extend(_blank_quads(blank, graph=index))
-        edge = ox.NamedNode(EDGE_RELATION)
-        store.bulk_extend(ox.Quad(index, edge, ox.NamedNode(p[1:-1].decode()), index) for p in sorted(runs.edges))
+    blank = runs.folder / "blank-nodes"
+    with blank.open("wb") as blank_lines, progress.advancing(desc="relation index: writing", total=None, unit="entity", scale=True) as advance:
+        lines = _index_lines(runs.merged(), blank=blank_lines)  # the bulk loader would take `_:b` for a new blank node
+        while batch := list(itertools.islice(lines, LOAD_LINES)):  # a load holds its whole input's terms
+            store.bulk_load(input=b"".join(batch), format=ox.RdfFormat.N_TRIPLES, to_graph=index)
+            advance(len(batch))
+    store.bulk_extend(_blank_quads(blank, graph=index))
+    edge = ox.NamedNode(EDGE_RELATION)
+    store.bulk_extend(ox.Quad(index, edge, ox.NamedNode(p[1:-1].decode()), index) for p in sorted(runs.edges))
+
+
+class TeeReader:
+    """A binary stream that hands each chunk it reads to `runs` as well: the bulk loader reads the
+    file through it, so the index's runs are gathered in the same pass as the load."""
+
+    def __init__(self, source: BinaryIO, runs: RelationRuns) -> None:
+        self.source, self.runs = source, runs
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.source.read(size)
+        self.runs.write(data)
+        return data
+
+    def readinto(self, buffer) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def readable(self) -> bool:
+        return True
 
 
 def _drop(store: ox.Store, graph: ox.NamedNode, *, batch: int = DROP_BATCH) -> None:
@@ -67,12 +125,18 @@ def _drop(store: ox.Store, graph: ox.NamedNode, *, batch: int = DROP_BATCH) -> N
     store.remove_graph(graph)  # empty by now
 
 
-class _Runs:
-    """A binary sink for `Store.dump`: every N-Triples line gives its subject a `>relation` token and
-    its object, unless a literal, a `<relation` token, gathered by entity in runs."""
+class RelationRuns:
+    """A binary sink for N-Triples: every line gives its subject a `>relation` token and its object,
+    unless a literal, a `<relation` token, gathered by entity in runs. With `plain`, a chunk that
+    holds anything the store's own dump does not write (`_plain`) stops the gathering, and
+    `exact` turns False: the runs no longer say what the store holds."""
 
-    def __init__(self, folder: Path, *, run_entities: int, advance) -> None:
-        self.folder, self.run_entities, self.advance = folder, run_entities, advance
+    def __init__(self, folder: Path, *, run_entities: int, advance=None, plain: bool = False) -> None:
+        self.folder, self.run_entities, self.plain = folder, run_entities, plain
+        self.advance = advance or (lambda lines: None)
+        self.exact = True
+        self.pending: list[bytes] = []  # what was written since the last gather (loaders write a few KB a call)
+        self.pending_bytes = 0
         self.run: defaultdict[bytes, set[bytes]] = defaultdict(set)
         self.spilled: list[Path] = []
         self.tail = b""
@@ -80,23 +144,61 @@ class _Runs:
         self.edges: set[bytes] = set()  # predicates seen with an IRI object (`<iri>`, brackets kept)
 
     def write(self, data: bytes) -> int:
-        lines = (self.tail + bytes(data)).split(b"\n")
-        self.tail = lines.pop()  # a line cut at the chunk's end waits for the next chunk
+        if self.exact:
+            self.pending.append(bytes(data))
+            self.pending_bytes += len(data)
+            if self.pending_bytes >= GATHER_BYTES:
+                self._gather()
+        return len(data)
+
+    def finish(self) -> bool:
+        """Gather what is pending (a last line may end without a newline); whether the runs are exact."""
+        if self.exact and (self.pending or self.tail):
+            self._gather(last=True)
+        return self.exact
+
+    def _gather(self, *, last: bool = False) -> None:
+        text = self.tail + b"".join(self.pending)
+        self.pending.clear()
+        self.pending_bytes = 0
+        if last and self.plain and text and not text.endswith(b"\n"):
+            text += b"\n"
+        cut = text.rfind(b"\n") + 1
+        whole, self.tail = text[:cut], text[cut:]  # a line cut at the chunk's end waits for the next chunk
+        if self.plain and not _plain(whole):
+            return self._give_up()
+        lines = whole.split(b"\n")
+        lines.pop()
         run, tokens, edges = self.run, self.tokens, self.edges
-        for line in lines:
-            subject, predicate, rest = line.split(b" ", 2)
-            pair = tokens.get(predicate)
-            if pair is None:
-                pair = tokens[predicate] = (b">" + predicate[1:-1], b"<" + predicate[1:-1])
-            run[subject].add(pair[0])
-            if rest[0] != _LITERAL:
-                run[rest[: rest.index(b" ")]].add(pair[1])
-                if rest[0] == _IRI:
+        try:
+            for line in lines:
+                subject, predicate, rest = line.split(b" ", 2)
+                pair = tokens.get(predicate)
+                if pair is None:
+                    if predicate[:1] != b"<" or predicate[-1:] != b">":  # two spaces after the subject
+                        raise ValueError(f"not a predicate: {predicate[:200]!r}")
+                    pair = tokens[predicate] = (b">" + predicate[1:-1], b"<" + predicate[1:-1])
+                run[subject].add(pair[0])
+                first = rest[0]
+                if first == _IRI:
+                    run[rest[: rest.index(b" ")]].add(pair[1])
                     edges.add(predicate)
+                elif first != _LITERAL:
+                    if first != _BLANK:  # two spaces after the predicate
+                        raise ValueError(f"not an object: {rest[:200]!r}")
+                    run[rest[: rest.index(b" ")]].add(pair[1])
+        except (ValueError, IndexError):
+            if not self.plain:  # the store's own dump: every line is plain
+                raise
+            return self._give_up()
         self.advance(len(lines))
         if len(run) >= self.run_entities:
             self.spill()
-        return len(data)
+
+    def _give_up(self) -> None:
+        """Stop gathering: what passes is not what the store keeps (the index is read back instead)."""
+        self.exact, self.tail = False, b""
+        self.run.clear()
 
     def flush(self) -> None:
         pass
@@ -110,6 +212,7 @@ class _Runs:
 
     def merged(self) -> Iterator[tuple[bytes, set[bytes]]]:
         """(entity, tokens), each entity once, in byte order."""
+        self.finish()
         if self.tail:
             raise ValueError("the N-Triples dump ended inside a line")
         if not self.spilled:  # one run: merged already

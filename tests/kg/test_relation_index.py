@@ -77,3 +77,70 @@ def test_an_old_index_is_dropped_a_batch_at_a_time_and_nothing_else_with_it():
     _drop(store, ox.NamedNode(RELATION_INDEX), batch=3)
     assert not store.contains_named_graph(ox.NamedNode(RELATION_INDEX))
     assert len(store) == triples
+
+
+def quads_of(store: ox.Store) -> set[tuple[str, str, frozenset[str]]]:
+    """Every quad of the index, the list of the relations that join two nodes included (a blank node
+    as `_:`: each load names it anew)."""
+    return {("_:" if isinstance(q.subject, ox.BlankNode) else str(q.subject), str(q.predicate), frozenset(q.object.value.split()))
+            for q in store.quads_for_pattern(None, None, None, ox.NamedNode(RELATION_INDEX))}
+
+
+def _read_back_spy(monkeypatch) -> list:
+    """Each time the embedded store builds its index by reading the graph back."""
+    from kgqa.kg import embedded
+
+    calls = []
+    real = embedded.build_relation_index
+    monkeypatch.setattr(embedded, "build_relation_index", lambda *a, **k: (calls.append(1), real(*a, **k))[1])
+    return calls
+
+
+PLAIN = DEMO_KG.read_bytes() + (  # the demo and what the bulk loader reads the same way: no trailing newline at the end
+    f'<{EX}Z%C3%BCrich> <{EX}population> "415  215 (2020, \\"estimate\\")"@en .\n'
+    f'<{EX}Switzerland> <{EX}contains> <{EX}Z%C3%BCrich> .'
+).encode()
+
+
+@pytest.mark.parametrize("run_entities", [1_000_000, 7])
+def test_a_load_of_n_triples_gathers_the_index_as_it_reads_the_same_one_reading_back_builds(tmp_path, monkeypatch, run_entities):
+    read_back = _read_back_spy(monkeypatch)
+    source = tmp_path / "graph.nt"
+    source.write_bytes(PLAIN)
+    store = EmbeddedStore.open(tmp_path / "store", create=True)
+    with store.gathering() as runs:
+        runs.run_entities = run_entities
+        store.load_file(source, format="ntriples", gather=runs)
+        assert runs.exact and list((tmp_path / "store").glob(SPILL_PREFIX + "*")) == [runs.folder]
+    assert read_back == [] and store.relation_index is not None
+    gathered = quads_of(store.store)
+    assert index_of(store.store)[f"<{EX}Z%C3%BCrich>"] == {">" + EX + "population", "<" + EX + "contains"}  # the line with no newline
+    store.index_relations()
+    assert read_back == [1] and quads_of(store.store) == gathered
+    assert not list((tmp_path / "store").glob(SPILL_PREFIX + "*"))
+
+
+@pytest.mark.parametrize("odd", [
+    b"<http://example.org/a>\t<http://example.org/p> <http://example.org/b> .\n",  # a tab between terms
+    b"<http://example.org/a> <http://example.org/p>  <http://example.org/b> .\n",  # two spaces
+    b" <http://example.org/a> <http://example.org/p> <http://example.org/b> .\n",  # an indented line
+    b'<http://example.org/a> <http://example.org/p> "a\ttab" .\n',  # a tab in a literal: read back, though it needs not be
+    b"# a comment\n",
+    b"\n",  # an empty line
+    b"<http://example.org/a> <http://example.org/p> <http://example.org/b>.\n",  # no space before the dot
+    b"<http://example.org/\\u00E9> <http://example.org/p> <http://example.org/b> .\n",  # an escape the parser decodes
+    b"_:x <http://example.org/p> <http://example.org/b> .\n",  # a blank node the loader names anew
+])
+def test_lines_the_store_would_not_dump_so_are_indexed_by_reading_the_graph_back(tmp_path, monkeypatch, odd):
+    read_back = _read_back_spy(monkeypatch)
+    source = tmp_path / "graph.nt"
+    source.write_bytes(DEMO_KG.read_bytes() + odd)
+    store = EmbeddedStore()
+    with store.gathering() as runs:
+        store.load_file(source, format="ntriples", gather=runs)
+        assert not runs.exact
+    assert read_back == [1]
+    expected = ox.Store()
+    expected.bulk_load(path=str(source), format=ox.RdfFormat.N_TRIPLES)
+    expected.update(index_relations())
+    assert quads_of(store.store) == quads_of(expected)
