@@ -210,11 +210,11 @@ def has_program(directory: Path) -> bool:
 
 
 def pack_program(directory: Path) -> None:
-    """Write `NAME.gz` of each live large file (byte for byte reproducible); the live files stay, for loading."""
+    """Write `NAME.gz` of each live large file (`_gzipped`); the live files stay, for loading."""
     for name in PACKED:
         live = directory / name
         if live.exists():
-            (directory / f"{name}.gz").write_bytes(gzip.compress(live.read_bytes(), compresslevel=9, mtime=0))
+            (directory / f"{name}.gz").write_bytes(_gzipped(live.read_bytes()))
 
 
 def unpack_program(directory: Path) -> None:
@@ -264,11 +264,16 @@ def unpack(folder: Path, sample: str) -> Path:
 
 
 def pack(folder: Path, sample: str) -> Path:
-    """Compress the live records (byte for byte reproducible: no name, no time in the header)."""
+    """Compress the live records (`_gzipped`) and remove them."""
     live, packed = live_records(folder, sample), packed_records(folder, sample)
-    packed.write_bytes(gzip.compress(live.read_bytes(), compresslevel=9, mtime=0))
+    packed.write_bytes(_gzipped(live.read_bytes()))
     live.unlink()
     return packed
+
+
+def _gzipped(data: bytes) -> bytes:
+    """`data` gzipped byte for byte reproducibly (no name, no time in the header): git sees a change only where one is."""
+    return gzip.compress(data, compresslevel=9, mtime=0)
 
 
 def read_packed(folder: Path, sample: str) -> list[dict]:

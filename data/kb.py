@@ -55,12 +55,13 @@ def load_source(store: EmbeddedStore, source: str | Path, *, format: str | None 
     if format in ("ntriples", "turtle"):
         with open_bytes(source, progress=progress) as handle:
             store.load_file(handle, format=format, name=str(source), index=False, gather=gather)
-    elif gather is not None:
-        gather.exact = False  # triples made in Python: gathered by reading the graph back
-    if format == "metaqa":
-        store.add_triples(kb_triples(source, progress=progress), index=False)
-    elif format == "rog":
-        store.add_triples((t for ex in load_rog(source) for t in graph_triples(ex.graph)), index=False)
+    else:
+        if gather is not None:
+            gather.exact = False  # triples made in Python: indexed by reading the graph back
+        if format == "metaqa":
+            store.add_triples(kb_triples(source, progress=progress), index=False)
+        else:
+            store.add_triples((t for ex in load_rog(source) for t in graph_triples(ex.graph)), index=False)
     if index:
         store.index_relations(progress=progress, gathered=gather)
     return LoadReport(str(source), format, len(store) - before, time.perf_counter() - start)

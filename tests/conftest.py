@@ -112,3 +112,15 @@ def demo_kg(request, demo_store) -> KnowledgeGraph:
         return KnowledgeGraph(request.getfixturevalue("unindexed_demo_store"), profile="freebase")
     server = request.getfixturevalue("virtuoso_server")
     return KnowledgeGraph(SparqlEndpoint(server.url, timeout=10), profile="freebase")
+
+
+@pytest.fixture()
+def read_backs(monkeypatch) -> list:
+    """One entry each time an embedded store builds its relation index by reading its graph back
+    (`kg.relation_index.build_relation_index`), not from what a load gathered."""
+    from kgqa.kg import embedded
+
+    calls = []
+    real = embedded.build_relation_index
+    monkeypatch.setattr(embedded, "build_relation_index", lambda *a, **k: (calls.append(1), real(*a, **k))[1])
+    return calls
