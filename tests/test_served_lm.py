@@ -20,7 +20,8 @@ from kgqa.workflow import LMUnreachable, check_lm
 from tests.conftest import ROOT, require_local_lm, run_kgqa
 
 ORACLE = "py:tests.programs.oracle:demo_oracle"
-QUESTIONS = "demo:test[0:10]"  # the 9th differed while the served LM penalised repeats (served.JSON_OBJECT_SAMPLING)
+QUESTIONS = "demo:test[7:10]"  # the 9th differed while the served LM penalised repeats (served.JSON_OBJECT_SAMPLING); a
+# question is a minute's engine time on a slow CPU, so the comparison asks it and its two neighbours
 
 
 def test_a_server_that_is_not_there_is_one_clear_error():
@@ -81,7 +82,7 @@ class TestOneServer:
                               home=tmp_path, timeout=900)
             assert result.returncode == 0, result.stderr
             records[name] = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
-        assert len(records["served"]) == 10 and records["served"].keys() == records["in process"].keys()
+        assert len(records["served"]) == 3 and records["served"].keys() == records["in process"].keys()
         for question_id, served in records["served"].items():
             local = records["in process"][question_id]
             assert served["trace"]["llm_calls"] > 0 and served["trace"]["llm_failures"] == 0, served["trace"]
