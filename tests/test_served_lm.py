@@ -20,8 +20,9 @@ from kgqa.workflow import LMUnreachable, check_lm
 from tests.conftest import ROOT, require_local_lm, run_kgqa
 
 ORACLE = "py:tests.programs.oracle:demo_oracle"
-QUESTIONS = "demo:test[7:10]"  # the 9th differed while the served LM penalised repeats (served.JSON_OBJECT_SAMPLING); a
-# question is a minute's engine time on a slow CPU, so the comparison asks it and its two neighbours
+# the 9th differed while the served LM penalised repeats (served.JSON_OBJECT_SAMPLING); a question is one to
+# three minutes of engine time on a slow CPU, so the comparison asks it and the next
+QUESTIONS = "demo:test[8:10]"
 
 
 def test_a_server_that_is_not_there_is_one_clear_error():
@@ -82,7 +83,7 @@ class TestOneServer:
                               home=tmp_path, timeout=900)
             assert result.returncode == 0, result.stderr
             records[name] = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
-        assert len(records["served"]) == 3 and records["served"].keys() == records["in process"].keys()
+        assert len(records["served"]) == 2 and records["served"].keys() == records["in process"].keys()
         for question_id, served in records["served"].items():
             local = records["in process"][question_id]
             assert served["trace"]["llm_calls"] > 0 and served["trace"]["llm_failures"] == 0, served["trace"]
@@ -93,7 +94,7 @@ def test_an_lm_killed_mid_run_leaves_error_records_and_a_resume_equals_an_uninte
     require_local_lm("llama_cpp.server.app")
     port = free_port()
     lm_args = ("--lm", f"openai/{LOCAL_ALIAS}", "--api-base", f"http://127.0.0.1:{port}/v1")
-    questions = "demo:test[0:6]"
+    questions = "demo:test[0:5]"  # one answered, three refused in a row, one never asked
 
     def evaluate(out, *, wait=True):
         command = ("evaluate", "--program", str(program), "--data", questions, "--out", str(out), "--quiet", *lm_args)
@@ -111,16 +112,16 @@ def test_an_lm_killed_mid_run_leaves_error_records_and_a_resume_equals_an_uninte
         whole = evaluate(tmp_path / "whole.jsonl")
         assert whole.returncode == 0, (whole.stderr, [r["error"] for r in records(tmp_path / "whole.jsonl") if r["error"]])
         run = evaluate(tmp_path / "cut.jsonl", wait=False)
-        while not (tmp_path / "cut.jsonl").exists() or len(records(tmp_path / "cut.jsonl")) < 2:
+        while not (tmp_path / "cut.jsonl").exists() or len(records(tmp_path / "cut.jsonl")) < 1:
             assert run.poll() is None, run.stderr.read()
             time.sleep(0.2)
-        stop_process_group(server, sig=signal.SIGKILL)  # mid-run: two questions answered, four to go
+        stop_process_group(server, sig=signal.SIGKILL)  # mid-run: one question answered, four to go
         stdout, stderr = run.communicate(timeout=300)
         assert run.returncode == 2 and "the LM did not answer 3 questions in a row, so the run stopped" in stderr, stderr
         assert f"127.0.0.1:{port}/v1/chat/completions did not answer" in stderr and "run the same command again" in stderr
         cut = records(tmp_path / "cut.jsonl")
         errors = [r for r in cut if r["error"]]
-        assert len(cut) == len(errors) + 2 >= 5 and all(r["answers"] == [] and r["trace"]["stop_reason"] == "lm_error" for r in errors)
+        assert len(cut) == len(errors) + 1 >= 4 and all(r["answers"] == [] and r["trace"]["stop_reason"] == "lm_error" for r in errors)
         server = start_llama_server(port=port)
         resumed = evaluate(tmp_path / "cut.jsonl")
         assert resumed.returncode == 0, resumed.stderr
@@ -128,6 +129,6 @@ def test_an_lm_killed_mid_run_leaves_error_records_and_a_resume_equals_an_uninte
         stop_process_group(server, sig=signal.SIGKILL)
     final = {r["id"]: r for r in records(tmp_path / "cut.jsonl")}  # the last record of each id
     reference = {r["id"]: r for r in records(tmp_path / "whole.jsonl")}
-    assert len(records(tmp_path / "cut.jsonl")) == len(cut) + 6 - 2  # only the unanswered were asked again
+    assert len(records(tmp_path / "cut.jsonl")) == len(cut) + 5 - 1  # only the unanswered were asked again
     assert final.keys() == reference.keys() and all(not r["error"] for r in final.values())
     assert {i: r["answers"] for i, r in final.items()} == {i: r["answers"] for i, r in reference.items()}
