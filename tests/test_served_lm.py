@@ -45,9 +45,8 @@ def api_base(tmp_path_factory):
 @pytest.fixture(scope="module")
 def program(tmp_path_factory):
     home = tmp_path_factory.mktemp("compiled")
-    # no teleprompter: no demonstrations in the prompts, whose tokens are what the engine spends its time on
-    compiled = run_kgqa("compile", "--train", "demo:train[0:4]", "--kg", "demo", "--optimizer", "none", "--lm", ORACLE,
-                        "--out", str(home / "program"), "--quiet", home=home, timeout=900)
+    compiled = run_kgqa("compile", "--train", "demo:train[0:4]", "--kg", "demo", "--lm", ORACLE, "--out", str(home / "program"),
+                        "--quiet", home=home, timeout=900)
     assert compiled.returncode == 0, compiled.stderr
     return home / "program"
 
