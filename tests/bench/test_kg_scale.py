@@ -78,7 +78,11 @@ def test_the_command_loads_walks_and_compares_each_size_on_both_backends(example
 
 def test_a_run_resumes_what_it_made_and_walked_and_reloads_nothing_it_has(examples, tmp_path):
     work, out = tmp_path / "work", tmp_path / "out"
-    options = ["--sizes", "6e4,7e4", "--backends", "embedded", "--questions", str(WALKED), "--systems", "similarity", "--work", str(work)]
+
+    def walked(sizes: str) -> list[str]:
+        return ["--sizes", sizes, "--backends", "embedded", "--questions", str(WALKED), "--systems", "similarity", "--work", str(work)]
+
+    options = walked("6e4,7e4")
     assert main([*options, "--out", str(out)]) == 0
     graph, store, records = work / "graph-60000.nt.gz", work / "store-60000", out / "records" / "60000-embedded.jsonl.gz"
     mirrors = store / MIRRORS_FILE  # kept beside the store by the walk's client
@@ -96,8 +100,8 @@ def test_a_run_resumes_what_it_made_and_walked_and_reloads_nothing_it_has(exampl
     again = json.loads((elsewhere / "manifest.json").read_text())["lines"][0]
     assert again["load"] == first["lines"][0]["load"] and again["same"] == again["questions"] == WALKED
     assert mirrors.stat().st_mtime_ns != made[mirrors]  # what the first client kept beside the store: removed, paid again
-    smallest = [*options[:1], "6e4", *options[2:]]  # one size is enough here: a walk is a process of its own
-    assert main([*smallest, "--seed", "1", "--out", str(elsewhere)]) == 0  # another graph: written, loaded and walked
+    # one size is enough here: a walk is a process of its own
+    assert main([*walked("6e4"), "--seed", "1", "--out", str(elsewhere)]) == 0  # another graph: written, loaded and walked
     assert graph.stat().st_mtime_ns != made[graph] and (store / "CURRENT").stat().st_mtime_ns != made[store / "CURRENT"]
 
 
