@@ -81,17 +81,22 @@ def build_store(
     progress: Progress = QUIET,
 ) -> tuple[EmbeddedStore, str, list[LoadReport]]:
     """Load sources into a new store (on disk when `path` is given), index its relations once after
-    the last, and record its metadata (the index's seconds counted in the last source's)."""
+    the last, compact its files (`EmbeddedStore.compact`), and record its metadata (the index's
+    seconds counted in the last source's, the compaction's apart)."""
     store = EmbeddedStore.open(path, create=True) if path is not None else EmbeddedStore()
     store.write_meta(loading=[str(source) for source in sources])  # until the last source is in
     with store.gathering() if len(store) == 0 else nullcontext() as runs:  # a load run again after a kill reads back
         reports = [load_source(store, source, format=format, index=i == len(sources) - 1, gather=runs, progress=progress)
                    for i, source in enumerate(sources)]
+    with progress.advancing(desc="compacting", total=1, unit="store") as advance:
+        compacted = store.compact()
+        advance(1)
     profile = get_profile(profile).name if profile else guess_profile(store, [r.format for r in reports])
     store.write_meta(
         profile=profile,
         sources=[{"source": r.source, "format": r.format, "triples": r.triples} for r in reports],
         load_seconds=round(sum(r.seconds for r in reports), 3),
+        compact_seconds=round(compacted, 3),
         loading=None,
     )
     return store, profile, reports

@@ -139,6 +139,18 @@ class EmbeddedStore:
         with gathering(self.path, plain=True) as runs:
             yield runs
 
+    def compact(self) -> float:
+        """Compact the store's files (RocksDB's compaction: pyoxigraph's `Store.optimize`), a load's
+        last step; returns its seconds. The bulk loader writes each batch as files of their own,
+        which a read from disk searches one by one: at 10^7 triples compacting took 28 s (a tenth
+        of the load), left 2.4 GB of 3.1, and cut the seconds of a walk's queries read cold from
+        disk 2.9x (docs/scale.md). A store in memory has no files to compact."""
+        if self.path is None:
+            return 0.0
+        start = time.perf_counter()
+        self.store.optimize()
+        return time.perf_counter() - start
+
     def _remove_spilled(self, *, keep: Path | None = None) -> None:
         for stale in self.path.glob(SPILL_PREFIX + "*") if self.path else ():
             if stale != keep:

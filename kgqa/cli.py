@@ -31,6 +31,7 @@ def _kg_load(args: argparse.Namespace) -> int:
                                           progress=Progress(sys.stderr))
     for r in reports:
         print(f"loaded {r.source} ({r.format}): {r.triples:,} triples in {r.seconds:.2f} s")
+    print(f"compacted in {store.read_meta()['compact_seconds']:.2f} s")
     print(f"store {args.store}: {len(store):,} triples, profile {profile}")
     return 0
 
@@ -43,7 +44,7 @@ def _kg_stats(args: argparse.Namespace) -> int:
     meta = store.read_meta()
     kg = KnowledgeGraph(store, profile=args.profile or meta.get("profile", "generic"))
     stats = {"store": str(args.store), "profile": kg.profile.name, **store_stats(kg)}
-    stats["load_seconds"] = meta.get("load_seconds")
+    stats["load_seconds"], stats["compact_seconds"] = meta.get("load_seconds"), meta.get("compact_seconds")
     stats["relation_index"] = store.relation_index is not None  # absent: made before it; load again
     if args.json:
         print(json.dumps(stats))

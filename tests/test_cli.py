@@ -19,12 +19,12 @@ def test_kg_load_then_stats(tmp_path):
     store = tmp_path / "store"
     loaded = kgqa("kg", "load", str(DEMO_KG), "--store", str(store))
     assert loaded.returncode == 0, loaded.stderr
-    assert "profile freebase" in loaded.stdout
+    assert "profile freebase" in loaded.stdout and "compacted in " in loaded.stdout
     stats = kgqa("kg", "stats", "--store", str(store), "--json")
     assert stats.returncode == 0, stats.stderr
     numbers = json.loads(stats.stdout)
     assert numbers["profile"] == "freebase" and numbers["triples"] > 500 and numbers["relations"] >= 20
-    assert numbers["load_seconds"] >= 0 and numbers["relation_index"] is True
+    assert numbers["load_seconds"] >= 0 and numbers["compact_seconds"] >= 0 and numbers["relation_index"] is True
 
 
 def test_user_errors_are_one_line_without_traceback(tmp_path):

@@ -21,6 +21,21 @@ def test_a_store_on_disk_reopens_with_its_profile(tmp_path):
     assert 250 <= stats["entities"] <= 400 and 20 <= stats["relations"] <= 30
 
 
+def test_a_load_ends_compacted_so_compacting_again_rewrites_no_file(tmp_path):
+    store, _, _ = build_store([DEMO_KG], path=tmp_path / "store")
+    assert store.read_meta()["compact_seconds"] >= 0
+
+    def files() -> set[str]:
+        store.store.flush()
+        return {path.name for path in (tmp_path / "store").glob("*.sst")}
+
+    loaded = files()
+    store.compact()
+    assert files() == loaded  # a store the bulk loader left as it wrote it has files a compaction merges
+    memory, _, _ = build_store([DEMO_KG])
+    assert memory.compact() == 0.0 and memory.read_meta() == {}
+
+
 def test_formats_and_errors(tmp_path):
     assert guess_format("kb.txt") == "metaqa" and guess_format("x.nt") == "ntriples" and guess_format("g.parquet") == "rog"
     with pytest.raises(DatasetError, match="cannot tell the format"):
