@@ -142,9 +142,10 @@ class EmbeddedStore:
     def compact(self) -> float:
         """Compact the store's files (RocksDB's compaction: pyoxigraph's `Store.optimize`), a load's
         last step; returns its seconds. The bulk loader writes each batch as files of their own,
-        which a read from disk searches one by one: at 10^7 triples compacting took 28 s (a tenth
-        of the load), left 2.4 GB of 3.1, and cut the seconds of a walk's queries read cold from
-        disk 2.9x (docs/scale.md). A store in memory has no files to compact."""
+        which a read from disk searches one by one: at 10^7 triples compacting took 14-28 s (5-9% of
+        the load), left 2.4 GB of 3.1, and cut the seconds of a walk's queries read cold from disk
+        2.9x, though a walk served from the page cache ran the same (docs/scale.md). A store in
+        memory has no files to compact."""
         if self.path is None:
             return 0.0
         start = time.perf_counter()

@@ -36,6 +36,16 @@ def _kg_load(args: argparse.Namespace) -> int:
     return 0
 
 
+def _kg_compact(args: argparse.Namespace) -> int:
+    from kgqa.kg import EmbeddedStore
+
+    store = EmbeddedStore.open(args.store)
+    seconds = store.compact()
+    store.write_meta(compact_seconds=round(seconds, 3))
+    print(f"store {args.store}: compacted in {seconds:.2f} s")
+    return 0
+
+
 def _kg_stats(args: argparse.Namespace) -> int:
     from kgqa.data.kb import store_stats
     from kgqa.kg import EmbeddedStore, KnowledgeGraph
@@ -368,6 +378,9 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--profile", choices=profiles, help="default: the store's")
     stats.add_argument("--json", action="store_true", help="print one JSON object")
     stats.set_defaults(command_handler=_kg_stats)
+    compact = kg_commands.add_parser("compact", help="compact a store's files (a store loaded before loads ended compacted)")
+    compact.add_argument("--store", required=True, type=Path)
+    compact.set_defaults(command_handler=_kg_compact)
     return parser
 
 

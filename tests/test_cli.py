@@ -15,7 +15,7 @@ def kgqa(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "kgqa", *args], capture_output=True, text=True, timeout=300)
 
 
-def test_kg_load_then_stats(tmp_path):
+def test_kg_load_then_stats_then_compact(tmp_path):
     store = tmp_path / "store"
     loaded = kgqa("kg", "load", str(DEMO_KG), "--store", str(store))
     assert loaded.returncode == 0, loaded.stderr
@@ -25,6 +25,11 @@ def test_kg_load_then_stats(tmp_path):
     numbers = json.loads(stats.stdout)
     assert numbers["profile"] == "freebase" and numbers["triples"] > 500 and numbers["relations"] >= 20
     assert numbers["load_seconds"] >= 0 and numbers["compact_seconds"] >= 0 and numbers["relation_index"] is True
+    compacted = kgqa("kg", "compact", "--store", str(store))
+    assert compacted.returncode == 0 and "compacted in " in compacted.stdout, compacted.stderr
+    refused = kgqa("kg", "compact", "--store", str(tmp_path / "none"))  # no store there: refused, not made
+    assert refused.returncode != 0 and "no kgqa store" in refused.stderr and "Traceback" not in refused.stderr
+    assert not (tmp_path / "none").exists()
 
 
 def test_user_errors_are_one_line_without_traceback(tmp_path):
