@@ -13,8 +13,7 @@ could find: the questions labeled, and those whose own graph (RoG rows keep thei
 answer other than a topic entity within 3 edges of one, whichever way each edge goes (the README's
 answerable@3 counts a topic entity that is its own answer too). With `--dev N`,
 CWQ-mini's questions are N seeded rows of its dev file instead, over the union of their graphs:
-`--dev 300` is the sample issue 83 measured its baseline on (0.570 by `ground_paths` that hold,
-0.843 reachable).
+`--dev 300` is the sample issue 83's baseline table was measured on.
 
     .venv/bin/python -m bench.path_labels [--datasets cwq-mini,metaqa] [--train 1500] [--seed 0]
     .venv/bin/python -m bench.path_labels --datasets cwq-mini --dev 300
@@ -26,6 +25,7 @@ import argparse
 import random
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from kgqa.env import stay_offline
@@ -54,7 +54,7 @@ def measure(bench, *, given: bool) -> tuple[list[PathLabel], float]:
     return labels, time.perf_counter() - start
 
 
-def reachable(example, *, skips) -> bool:
+def reachable(example, *, skips: Callable[[str], bool]) -> bool:
     """Whether the row's own graph (`graph`, as RoG rows keep it; none: False) holds a gold answer
     other than a topic entity within 3 edges of one, whichever way each edge goes (relations `skips`
     names left out): what a chain from a topic entity could be labeled by, at most."""
