@@ -155,10 +155,14 @@ def cwq_bench(size: int, train: int, seed: int, cwq: Path, *, split: str = "test
         taken |= {ex.id for ex in test[split]}
         rest = [ex for ex in dev if ex.id not in taken]
         test["more"] = random.Random(f"more-{seed}").sample(rest, min(more, len(rest)))
-    triples = dict.fromkeys(tuple(t) for samples in test.values() for ex in [*samples, *trainset] for t in ex.graph)
+    return Bench("cwq-mini", union_graph([ex for samples in test.values() for ex in samples] + trainset), test, trainset)
+
+
+def union_graph(rows: Sequence[dspy.Example]) -> KnowledgeGraph:
+    """One store of every triple of the RoG rows' own graphs (each cut from the same union graph)."""
     store = EmbeddedStore()
-    store.add_triples(graph_triples(triples))
-    return Bench("cwq-mini", KnowledgeGraph(store, profile=ROG), test, trainset)
+    store.add_triples(graph_triples(dict.fromkeys(tuple(t) for ex in rows for t in ex.graph)))
+    return KnowledgeGraph(store, profile=ROG)
 
 
 GIVEN_PATHS = ("path", "qtype", "ground_paths")  # the fields a dataset's gold relation paths come in
@@ -175,11 +179,13 @@ def compile_sample(dev: Sequence[dspy.Example], train: int, seed: int) -> list[d
     return random.Random(f"compile-{seed}").sample(list(dev), train)
 
 
-def answerable(example: dspy.Example, hops: int = 3) -> bool:
+def answerable(example: dspy.Example, hops: int = 3, *, topics: bool = True) -> bool:
     """Some gold answer is within `hops` undirected hops of a topic entity in the row's own graph
-    (relations the rog profile hides left out): the ceiling of a walk over that graph."""
+    (relations the rog profile hides left out): the ceiling of a walk over that graph. Without
+    `topics`, a topic entity that is its own answer does not count: no chain from it ends there."""
     reached = hops_from(example, skips=ROG.skips, longest=hops)
-    return any(same_answer(node, gold) for nodes in reached.values() for node in nodes for gold in example.answers)
+    return any((topics or hops_away) and same_answer(node, gold)
+               for nodes in reached.values() for node, hops_away in nodes.items() for gold in example.answers)
 
 
 class ProgramMismatch(ValueError):

@@ -10,8 +10,9 @@ The questions are the compile samples `bench.reproduce` rows compile on, over th
 CWQ-mini's 1,500 dev questions of seed `--seed` over the store of its row (`bench.accuracy.cwq_bench`),
 MetaQA's 1,500 over its whole KB (`metaqa_bench`). `reachable` bounds what any labeler of chains
 could find: the questions labeled, and those whose own graph (RoG rows keep theirs) holds a gold
-answer other than a topic entity within 3 edges of one, whichever way each edge goes (the README's
-answerable@3 counts a topic entity that is its own answer too). With `--dev N`,
+answer other than a topic entity within 3 edges of one, whichever way each edge goes
+(`bench.accuracy.answerable` without `topics`: the README's answerable@3 counts a topic entity that
+is its own answer too). With `--dev N`,
 CWQ-mini's questions are N seeded rows of its dev file instead, over the union of their graphs:
 `--dev 300` is the sample issue 83's baseline table was measured on.
 
@@ -25,19 +26,14 @@ import argparse
 import random
 import time
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 
 from kgqa.env import stay_offline
 
 stay_offline()
 
-from bench.accuracy import CWQ_MINI, METAQA, Bench, cwq_bench, metaqa_bench  # noqa: E402
-from kgqa.data.rog import graph_triples, load_rog  # noqa: E402
-from kgqa.evaluate.metrics import same_answer  # noqa: E402
-from kgqa.kg import EmbeddedStore, KnowledgeGraph  # noqa: E402
-from kgqa.kg.profiles import ROG  # noqa: E402
-from kgqa.optimizers.labels import hops_from  # noqa: E402
+from bench.accuracy import CWQ_MINI, METAQA, Bench, answerable, cwq_bench, metaqa_bench, union_graph  # noqa: E402
+from kgqa.data.rog import load_rog  # noqa: E402
 from kgqa.optimizers.paths import SOURCES, PathLabel, break_ties, label_paths, question_shapes  # noqa: E402
 from kgqa.programs.embedder import Embedder  # noqa: E402
 
@@ -54,15 +50,6 @@ def measure(bench, *, given: bool) -> tuple[list[PathLabel], float]:
     return labels, time.perf_counter() - start
 
 
-def reachable(example, *, skips: Callable[[str], bool]) -> bool:
-    """Whether the row's own graph (`graph`, as RoG rows keep it; none: False) holds a gold answer
-    other than a topic entity within 3 edges of one, whichever way each edge goes (relations `skips`
-    names left out): what a chain from a topic entity could be labeled by, at most."""
-    reached = hops_from(example, skips=skips)
-    return any(hops and same_answer(node, gold) for nodes in reached.values() for node, hops in nodes.items()
-               for gold in example.answers)
-
-
 def row(dataset: str, given: str, labels: list[PathLabel], seconds: float, *, reachable: float, agree: str = "-") -> str:
     counts = Counter(label.source for label in labels)
     shares = {source: counts[source] / len(labels) for source in SOURCES}
@@ -75,9 +62,7 @@ def row(dataset: str, given: str, labels: list[PathLabel], seconds: float, *, re
 def dev_bench(size: int, seed: int) -> Bench:
     """`size` seeded rows of CWQ-mini's dev file as the questions to label, over the union of their graphs."""
     rows = random.Random(seed).sample(list(load_rog(CWQ_MINI / "cwq_mini_dev.jsonl.gz")), size)
-    store = EmbeddedStore()
-    store.add_triples(graph_triples(dict.fromkeys(tuple(t) for ex in rows for t in ex.graph)))
-    return Bench("cwq-mini", KnowledgeGraph(store, profile=ROG), {}, rows)
+    return Bench("cwq-mini", union_graph(rows), {}, rows)
 
 
 def agreement(found: list[PathLabel], kept: list[PathLabel]) -> tuple[int, int]:
@@ -91,8 +76,7 @@ def rows(bench: Bench, encode) -> list[str]:
     removed (ties broken by the vote of the questions worded alike, `encode`'s sentence vectors)."""
     kept, seconds = measure(bench, given=True)
     found, found_seconds = measure(bench, given=False)
-    skips = bench.kg.profile.skips
-    reach = sum(label.source != "none" or reachable(ex, skips=skips) for label, ex in zip(found, bench.train)) / len(found)
+    reach = sum(label.source != "none" or answerable(ex, topics=False) for label, ex in zip(found, bench.train)) / len(found)
     start = time.perf_counter()
     voted = break_ties(question_shapes(bench.train), found, encode)
     seconds_removed = found_seconds + time.perf_counter() - start

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import dspy
 
-from bench.accuracy import Bench
+from bench.accuracy import Bench, union_graph
 from bench.path_labels import rows
-from kgqa.data.rog import graph_triples
-from kgqa.kg import EmbeddedStore, KnowledgeGraph
 from kgqa.programs.embedder import Embedder
 
 RELIGION, PROFESSION = "people.person.religion", "people.person.profession"
@@ -33,9 +31,7 @@ ROWS = [
 
 def bench() -> Bench:
     train = [dspy.Example(id=f"q{i}", **row).with_inputs("question") for i, row in enumerate(ROWS)]
-    store = EmbeddedStore()
-    store.add_triples(graph_triples(dict.fromkeys(tuple(t) for row in ROWS for t in row["graph"])))
-    return Bench("cwq-mini", KnowledgeGraph(store, profile="rog"), {}, train)
+    return Bench("cwq-mini", union_graph(train), {}, train)
 
 
 def cells(line: str) -> list[str]:
