@@ -331,9 +331,9 @@ class TimedBackend:
         self.seconds, self.rows, self.slowest = [], 0, ""
 
     def select(self, query: str):
-        return self._timed(query, lambda: self.backend.select(query))
+        return self.timed(query, lambda: self.backend.select(query))
 
-    def _timed(self, query: str, ask: Callable[[], list]) -> list:
+    def timed(self, query: str, ask: Callable[[], list]) -> list:
         start = time.perf_counter()
         try:
             rows = ask()
@@ -350,8 +350,23 @@ class TimedBackend:
     def __getattr__(self, name: str):
         found = getattr(self.backend, name)
         if name == "search_names":  # the embedded store's own table of names: a query, timed as one
-            return lambda words, **options: self._timed(f"search_names {' '.join(words)}", lambda: found(words, **options))
+            return lambda words, **options: self.timed(f"search_names {' '.join(words)}", lambda: found(words, **options))
+        if name == "relation_table" and found is not None:  # the relation index beside the store: each lookup timed as one
+            return TimedTable(found, self)
         return found
+
+
+class TimedTable:
+    """The relation index beside an embedded store, each lookup timed by the `TimedBackend` as a query."""
+
+    def __init__(self, table, timer: TimedBackend) -> None:
+        self.table, self.timer = table, timer
+
+    def relations(self, terms):
+        return self.timer.timed(f"relation_table {len(terms)} entities", lambda: self.table.relations(terms))
+
+    def edge_relations(self):
+        return self.timer.timed("relation_table edge relations", self.table.edge_relations)
 
 
 def walk_records(kg_spec: str, systems: Sequence[str], examples: Sequence, program_dir: Path | None) -> Iterator[dict]:

@@ -16,7 +16,7 @@ from kgqa.data.metaqa import kb_triples
 from kgqa.data.rog import graph_triples, load_rog
 from kgqa.kg import EmbeddedStore, KnowledgeGraph, get_profile
 from kgqa.kg.profiles import FREEBASE_NS
-from kgqa.kg.relation_index import RelationRuns
+from kgqa.kg.relation_index import GatherProcess, RelationRuns
 from kgqa.progress import QUIET, Progress
 
 FORMATS = ("ntriples", "turtle", "metaqa", "rog")
@@ -41,7 +41,7 @@ class LoadReport:
 
 
 def load_source(store: EmbeddedStore, source: str | Path, *, format: str | None = None, index: bool = True,
-                gather: RelationRuns | None = None, progress: Progress = QUIET) -> LoadReport:
+                gather: RelationRuns | GatherProcess | None = None, progress: Progress = QUIET) -> LoadReport:
     """Add one source to the store; `format` is guessed from the file suffix when not given. With
     `index` (the default) the store's relation index is rebuilt after it (its seconds counted): from
     `gather` (`EmbeddedStore.gathering`, handed every source of an empty store) where it could be
@@ -85,7 +85,9 @@ def build_store(
     seconds counted in the last source's, the compaction's apart)."""
     store = EmbeddedStore.open(path, create=True) if path is not None else EmbeddedStore()
     store.write_meta(loading=[str(source) for source in sources])  # until the last source is in
-    with store.gathering() if len(store) == 0 else nullcontext() as runs:  # a load run again after a kill reads back
+    files = [Path(s) for s in sources if (format or guess_format(s)) == "ntriples" and Path(s).is_file()]
+    gathered = store.gathering(files if len(files) == len(sources) else ())  # N-Triples files: gathered beside the load
+    with gathered if len(store) == 0 else nullcontext() as runs:  # a load run again after a kill reads back
         reports = [load_source(store, source, format=format, index=i == len(sources) - 1, gather=runs, progress=progress)
                    for i, source in enumerate(sources)]
     with progress.advancing(desc="compacting", total=1, unit="store") as advance:

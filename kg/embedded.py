@@ -14,15 +14,18 @@ import pyoxigraph as ox
 
 from kgqa.kg.errors import KGError
 from kgqa.kg.name_table import NameTable
-from kgqa.kg.queries import RELATION_INDEX, RELATIONS_OF
+from kgqa.kg.queries import RELATION_INDEX
 from kgqa.kg.relation_index import (
     SPILL_PREFIX,
+    GatherProcess,
     RelationRuns,
     TeeReader,
     build_relation_index,
+    drop_stored_index,
     gathering,
     write_relation_index,
 )
+from kgqa.kg.relation_table import RelationTable
 from kgqa.kg.terms import RDF_LANG_STRING, RdfTerm
 from kgqa.progress import QUIET, Progress
 
@@ -50,7 +53,8 @@ class EmbeddedStore:
     def __init__(self, store: ox.Store | None = None, *, path: Path | None = None) -> None:
         self.store = store if store is not None else ox.Store()
         self.path = path
-        self._indexed: bool | None = None  # unknown until asked (a store opened from disk may predate the index)
+        self._table: RelationTable | None = None  # the relation index beside the store: opened when first asked
+        self._table_checked = False  # a store opened from disk may predate its table, or have changed since
         self._name_tables: dict[tuple, NameTable] = {}  # by (predicates, lang): opened or built on the first search
 
     @classmethod
@@ -111,33 +115,48 @@ class EmbeddedStore:
                 count += 1
                 yield ox.Quad(t.subject, t.predicate, t.object)
 
+        self._forget_table()
         self.store.bulk_extend(quads())
         if index:
             self.index_relations()
         return count
 
-    def index_relations(self, *, progress: Progress = QUIET, gathered: RelationRuns | None = None) -> None:
+    def index_relations(self, *, progress: Progress = QUIET, gathered: RelationRuns | GatherProcess | None = None) -> None:
         """(Re)build the relation index from the default graph, in bounded memory (`kg.relation_index`;
-        `add_triples` and `load_file` do, unless told not to): from the runs `gathered` while every
-        triple of it was loaded where they are exact (`gathering`), else by reading the graph back. A
-        store on disk spills beside its data, where what a killed build left is removed first (no
-        other process writes to an open store)."""
-        if gathered is not None and gathered.finish():
-            write_relation_index(self.store, gathered, progress=progress)
+        `add_triples` and `load_file` do, unless told not to), into its table beside the store
+        (`kg.relation_table`): from the runs `gathered` while every triple of it was loaded where they
+        are exact (`gathering`), else by reading the graph back. A store on disk spills beside its
+        data, where what a killed build left is removed first (no other process writes to an open store)."""
+        stamp = str(len(self))
+        if isinstance(gathered, GatherProcess) and _waited(gathered, progress):
+            self._table = RelationTable.adopt(gathered.table, directory=self.path, stamp=stamp)
+        elif isinstance(gathered, RelationRuns) and gathered.finish():
+            self._table = write_relation_index(gathered, directory=self.path, stamp=stamp, progress=progress)
         else:
             self._remove_spilled(keep=gathered.folder if gathered is not None else None)
-            build_relation_index(self.store, spill_dir=self.path, triples=len(self), progress=progress)
-        self._indexed = True
+            self._table = build_relation_index(self.store, directory=self.path, stamp=stamp, spill_dir=self.path,
+                                               triples=int(stamp), progress=progress)
+        self._table_checked = True
+        drop_stored_index(self.store, ox.NamedNode(RELATION_INDEX))  # where a store made before the table kept it
         self._name_tables.clear()  # the names may have changed with the data
 
     @contextmanager
-    def gathering(self) -> Iterator[RelationRuns]:
-        """Runs that gather the relation index from the N-Triples `load_file(..., gather=runs)` reads,
-        for `index_relations(gathered=runs)`: the caller's to use only while the store holds nothing
-        else. Reading the graph back out of the store costs more than loading it."""
+    def gathering(self, files: Sequence[Path] = ()) -> Iterator[RelationRuns | GatherProcess]:
+        """What gathers the relation index from the N-Triples `load_file(..., gather=...)` loads, for
+        `index_relations(gathered=...)`: the caller's to use only while the store holds nothing else.
+        Reading the graph back out of the store costs more than loading it. With the `files` the
+        store will be loaded from, in order, a store on disk gathers them in a process of its own
+        (`GatherProcess`), beside the bulk loader; else the runs gather what the loader reads (`TeeReader`)."""
         self._remove_spilled()
         with gathering(self.path, plain=True) as runs:
-            yield runs
+            if not files or self.path is None:
+                yield runs
+                return
+            process = GatherProcess([Path(f) for f in files], runs.folder)
+            try:
+                yield process
+            finally:
+                process.stop()
 
     def compact(self) -> float:
         """Compact the store's files (RocksDB's compaction: pyoxigraph's `Store.optimize`), a load's
@@ -158,14 +177,16 @@ class EmbeddedStore:
                 shutil.rmtree(stale, ignore_errors=True)
 
     @property
-    def relation_index(self) -> tuple[str, str] | None:
-        """(graph IRI, predicate IRI) of the relation index, or None for a store without one."""
-        if self._indexed is None:
-            self._indexed = self.store.contains_named_graph(ox.NamedNode(RELATION_INDEX))
-        return (RELATION_INDEX, RELATIONS_OF) if self._indexed else None
+    def relation_table(self) -> RelationTable | None:
+        """The relation index beside the store (`kg.relation_table`), or None for a store without one:
+        made before the table, or changed since it was built (a store of another version: load it again)."""
+        if not self._table_checked:
+            self._table = RelationTable.open(self.path, stamp=str(len(self))) if self.path is not None else None
+            self._table_checked = True
+        return self._table
 
     def load_file(self, source: str | Path | BinaryIO, *, format: str, name: str | None = None, index: bool = True,
-                  gather: RelationRuns | None = None) -> None:
+                  gather: RelationRuns | GatherProcess | None = None) -> None:
         """Parse N-Triples or Turtle straight into the store (pyoxigraph's bulk loader), from a file or
         from a binary stream (`name` says what it is in errors). A bad triple is an error naming its line.
         With `index` (the default), the relation index is rebuilt; without, the caller rebuilds it.
@@ -175,10 +196,12 @@ class EmbeddedStore:
         except KeyError:
             raise KGError(f"unknown RDF format {format!r}; choose one of {', '.join(FORMATS)}") from None
         streamed = not isinstance(source, (str, Path))
+        self._forget_table()
         try:
-            if gather is not None and format == "ntriples":
+            if isinstance(gather, RelationRuns) and format == "ntriples":
                 with nullcontext(source) if streamed else open(source, "rb") as stream:
                     self.store.bulk_load(input=TeeReader(stream, gather), format=rdf_format)
+                gather.finish()  # the file's last line, with no newline, is a line of its own
             elif streamed:
                 self.store.bulk_load(input=source, format=rdf_format)
             else:
@@ -191,8 +214,12 @@ class EmbeddedStore:
         if index:
             self.index_relations(gathered=gather)
 
+    def _forget_table(self) -> None:
+        """The data is about to change: its relation index no longer says what it holds (until indexed again)."""
+        self._table, self._table_checked = None, True
+
     def __len__(self) -> int:
-        """Triples in the default graph (the relation index is not counted)."""
+        """Triples in the default graph (a relation index that a store made before the table kept inside it is not counted)."""
         counted = self.store.query(f"SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH <{RELATION_INDEX}> {{ ?e ?p ?tokens }} }}")
         return len(self.store) - int(next(iter(counted))["n"].value)  # counted in the engine: 0.06 s, not 7 s, at 10^6
 
@@ -209,6 +236,14 @@ class EmbeddedStore:
         meta = {key: value for key, value in meta.items() if value is not None}  # None: the field is gone
         self.store.flush()
         (self.path / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+
+
+def _waited(gathered: GatherProcess, progress: Progress) -> bool:
+    """The gathering process's table, waited for after the load (it gathers what the loader read, at its own pace)."""
+    with progress.advancing(desc="relation index: gathered beside the load", total=1, unit="table") as advance:
+        exact = gathered.finish()
+        advance(1)
+    return exact
 
 
 def _read_meta(path: Path) -> dict:

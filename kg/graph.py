@@ -22,6 +22,7 @@ from kgqa.kg import queries
 from kgqa.kg.errors import InvalidTermError, KGError
 from kgqa.kg.names import STOPWORDS, LabelVectors, NameIndex, TextSearchIndex, tokens
 from kgqa.kg.profiles import KGProfile, get_profile
+from kgqa.kg.relation_table import RelationTable
 from kgqa.kg.terms import MAX_TEXT_WORD, XSD, Direction, Node, RdfTerm, check_text, normalize_label
 
 K = TypeVar("K")
@@ -89,22 +90,31 @@ class _Followed:
 
 @dataclass
 class KGStats:
-    """Queries run and seconds spent in the backend; shared by every user of one client."""
+    """Queries run, their rows, and seconds spent in the backend (lookups in the relation index beside an
+    embedded store counted apart, their seconds with the queries'); shared by every user of one client."""
 
     queries: int = 0
     rows: int = 0
     seconds: float = 0.0
+    lookups: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def record(self, rows: int, seconds: float) -> None:
+        """A query's rows and seconds."""
         with self._lock:
             self.queries += 1
             self.rows += rows
             self.seconds += seconds
 
+    def record_lookup(self, seconds: float) -> None:
+        """A lookup in the relation index beside the store: KG time, but no query and none of its rows."""
+        with self._lock:
+            self.lookups += 1
+            self.seconds += seconds
+
     def snapshot(self) -> dict[str, float]:
         with self._lock:
-            return {"queries": self.queries, "rows": self.rows, "seconds": self.seconds}
+            return {"queries": self.queries, "rows": self.rows, "seconds": self.seconds, "lookups": self.lookups}
 
 
 NAME_LOOKUPS = ("auto", "index", "search")  # how the linker finds names: see KnowledgeGraph.name_index
@@ -213,13 +223,12 @@ class KnowledgeGraph:
 
         entity_of = {iri: e for e, iri in iris.items()}
         found: dict[str, list[Edge]] = defaultdict(list)
-        index = self._relation_index()
-        if index is not None:  # one literal per entity: filter directions (and skipped relations) here
-            rows = self._select(queries.indexed_relations(list(iris.values()), index=index, limit=len(iris)))
-            for row in rows:
-                entity = entity_of.get(row["e"].value)
+        indexed = self._indexed_relations(list(iris.values()))
+        if indexed is not None:  # one literal per entity: filter directions (and skipped relations) here
+            for iri, tokens in indexed.items():
+                entity = entity_of.get(iri)
                 if entity is not None:
-                    found[entity] += [e for e in self._edges(row["rs"].value) if e.direction in directions]
+                    found[entity] += [e for e in self._edges(tokens) if e.direction in directions]
             return _capped(found, cap * len(directions), keys=iris, cut=set())
         rows = self._batched_rows(list(iris.values()), len(directions), query)
         for row in rows:
@@ -287,8 +296,13 @@ class KnowledgeGraph:
         name_predicates = self.profile.name_predicates if names and not from_ids else ()
         only = unique[0] if len({(s.relation, s.direction) for s in unique}) == 1 else None
 
+        table = self._relation_table()  # beside the store: the reached entities' relations looked up after the query
+        asked_capped: set[Move] = set()
+
         def query(batch: list[Move], *, kept: int | None = None, per_key: int | None = None) -> str:
-            with_relations = relations and per_key is None  # a hub's capped moves come without their neighbours' relations
+            if per_key is not None:
+                asked_capped.update(batch)  # a hub's capped moves come without their neighbours' relations
+            with_relations = relations and per_key is None and table is None
             groups: dict[tuple[str, Direction], list[str]] = defaultdict(list)
             for s in batch:
                 groups[relation_iris[s.relation], s.direction].append(entity_iris[s.entity])
@@ -335,6 +349,10 @@ class KnowledgeGraph:
             named = {step: [_with_name(node, rank) for node, rank in nodes.items()] for step, nodes in found.items()}
         result = _capped(named, cap, keys=unique, cut=cut)
         if relations:
+            if table is not None:  # as the query would have joined them: not around the moves asked capped
+                uncapped = {node.id for m, nodes in result.items.items() if m not in asked_capped for node in nodes if not node.literal}
+                looked = (self._indexed_relations(list(self._iris(uncapped).values())) or {}) if uncapped else {}
+                around = {self.profile.entity_id(iri): set(self._edges(tokens)) for iri, tokens in looked.items()}
             reached = {node.id for nodes in result.items.values() for node in nodes if not node.literal}
             capped = {e: tuple(sorted(around[e])[: self.max_relations * 2]) for e in reached if e in around}
             result = Fanout(result.items, result.truncated, capped)
@@ -489,9 +507,9 @@ class KnowledgeGraph:
             pairs = self._kept_mirrors()
             if pairs is None:
                 skips = {"skip_prefixes": profile.skip_iri_prefixes(), "skip_substrings": profile.skip_relation_substrings}
-                index = self._relation_index()  # its list of the relations that join two nodes, where it keeps one
-                listed = self._select(queries.edge_relations(**skips, limit=self.max_rows, index=index)) if index else []
-                edges = [row["p"].value for row in listed or self._select(queries.edge_relations(**skips, limit=self.max_rows))]
+                edges = self._listed_edge_relations()  # the index's list of the relations that join two nodes, where it keeps one
+                if not edges:
+                    edges = [row["p"].value for row in self._select(queries.edge_relations(**skips, limit=self.max_rows))]
                 counts = {}
                 in_order = getattr(self.backend, "in_written_order", lambda query: query)  # each relation's facts first, then their mirrors
                 for start in range(0, len(edges), MIRRORED_PER_QUERY):
@@ -692,8 +710,42 @@ class KnowledgeGraph:
                 self._hub_moves.pop(next(iter(self._hub_moves)))
 
     def _relation_index(self) -> tuple[str, str] | None:
-        """The backend's relation index (graph, predicate), if it keeps one (`EmbeddedStore` does)."""
+        """The relation index (graph, predicate) the backend keeps in its store, if it does (a Virtuoso
+        loaded by kgqa): a query joins it."""
         return getattr(self.backend, "relation_index", None)
+
+    def _relation_table(self) -> RelationTable | None:
+        """The relation index the backend keeps beside its store, if it does (`EmbeddedStore`): looked up by key."""
+        return getattr(self.backend, "relation_table", None)
+
+    def _indexed_relations(self, iris: list[str]) -> dict[str, str] | None:
+        """{IRI: `>iri` / `<iri` tokens} of the entities the relation index holds (those it lacks
+        have no relations), from the table beside the store or one query joining the index in it;
+        None where the backend keeps no index. A lookup in the table is timed as the backend's, not counted a query."""
+        table = self._relation_table()
+        if table is not None:
+            start = time.perf_counter()
+            looked = table.relations([f"<{iri}>" for iri in iris])
+            self.stats.record_lookup(time.perf_counter() - start)
+            return {term[1:-1]: tokens for term, tokens in looked.items()}
+        index = self._relation_index()
+        if index is None:
+            return None
+        rows = self._select(queries.indexed_relations(iris, index=index, limit=len(iris))) if iris else []
+        return {row["e"].value: row["rs"].value for row in rows}
+
+    def _listed_edge_relations(self) -> list[str]:
+        """The relation IRIs the relation index lists as joining two nodes; none where it keeps no list."""
+        skips = {"skip_prefixes": self.profile.skip_iri_prefixes(), "skip_substrings": self.profile.skip_relation_substrings}
+        table = self._relation_table()
+        if table is not None:  # skipped as the query's filter skips them
+            start = time.perf_counter()
+            listed = table.edge_relations()
+            self.stats.record_lookup(time.perf_counter() - start)
+            return [iri for iri in listed if not iri.startswith(skips["skip_prefixes"])
+                    and not any(part in iri for part in skips["skip_substrings"])]
+        index = self._relation_index()
+        return [row["p"].value for row in self._select(queries.edge_relations(**skips, limit=self.max_rows, index=index))] if index else []
 
     def _cap(self, limit: int | None, default: int) -> int:
         return max(1, min(limit or default, self.max_rows - 1))

@@ -1,15 +1,15 @@
 """The relation index of an embedded store, built in bounded memory.
 
-The index (`kg.queries.RELATION_INDEX`) keeps one literal per entity: the relations around it, as
-`>iri` (outgoing) and `<iri` (incoming) tokens. One SPARQL GROUP BY over the whole graph builds it
-(`kg.queries.index_relations`, what Virtuoso runs), but pyoxigraph holds every entity's group in
-memory at once: 28 s and 1.2 GB at 10^6 triples, and at 10^7 past 9.6 GB after ten minutes, still
-growing. Here the default graph is read back once as N-Triples (`Store.dump`, in the engine), each
-line cut into its subject's token and its object's without parsing a term, the tokens gathered by
-entity in runs of at most `run_entities` entities, each full run sorted and spilled to a file, and
-the runs merged by entity into the index's literals, loaded back by the bulk loader, and the
-relations seen joining two nodes listed beside them. Memory holds one run; disk holds the spilled
-runs (smaller than the graph's N-Triples) until the end.
+The index (`kg.relation_table.RelationTable`, beside the store) keeps one row per entity: the
+relations around it, as `>iri` (outgoing) and `<iri` (incoming) tokens. One SPARQL GROUP BY over
+the whole graph would build it (`kg.queries.index_relations`, what Virtuoso runs into its own
+store), but pyoxigraph holds every entity's group in memory at once: 28 s and 1.2 GB at 10^6
+triples, and at 10^7 past 9.6 GB after ten minutes, still growing. Here the default graph is read
+back once as N-Triples (`Store.dump`, in the engine), each line cut into its subject's token and
+its object's without parsing a term, the tokens gathered by entity in runs of at most
+`run_entities` entities, each full run sorted and spilled to a file, and the runs merged by entity
+into the table's rows, with the relations seen joining two nodes listed beside them. Memory holds
+one run; disk holds the spilled runs (smaller than the graph's N-Triples) until the end.
 
 Reading the store back is most of that pass (pyoxigraph reads about 55,000 triples a second back
 out of it, term by term, whether dumped, iterated or selected). A load of N-Triples into an empty
@@ -20,28 +20,34 @@ anew, so a file that holds one (or a source of another kind) is indexed by readi
 
 from __future__ import annotations
 
+import gzip
 import heapq
 import itertools
+import logging
 import re
+import subprocess
+import sys
 import tempfile
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
 import pyoxigraph as ox
 
-from kgqa.kg.queries import EDGE_RELATION, RELATION_INDEX, RELATIONS_OF
+from kgqa.kg.relation_table import TABLE_FILE, RelationTable, write_file
 from kgqa.kg.terms import sparql_iri
 from kgqa.progress import QUIET, Progress
 
 RUN_ENTITIES = 500_000  # entities gathered in memory before a run is spilled
 GATHER_BYTES = 1 << 20  # N-Triples gathered at a time (a sink is handed a few KB a call)
-LOAD_LINES = 200_000  # index lines a bulk load: one load of 2.7 million held 3.9 GB at its peak
-DROP_BATCH = 100_000  # quads removed a transaction when an old index is dropped
+ADVANCE_ROWS = 100_000  # rows written a step of the progress bar
+DROP_BATCH = 100_000  # quads removed a transaction when an old index kept in the store is dropped
 SPILL_PREFIX = "kgqa-relation-index-"  # a folder left by a build that was killed starts so
 _LITERAL, _IRI, _BLANK = ord('"'), ord("<"), ord("_")
+EXACT_FILE = "exact"  # written by the gathering process beside its table when the runs said what the files hold
+logger = logging.getLogger(__name__)
 _ESCAPED_IRI = re.compile(rb"<[^>\s]*\\[uU]")  # an IRI the parser decodes (`\u00E9`): not the one the store keeps
 
 
@@ -56,17 +62,18 @@ def _plain(lines: bytes) -> bool:
             and (b"\\u" not in lines and b"\\U" not in lines or not _ESCAPED_IRI.search(lines)))
 
 
-def build_relation_index(store: ox.Store, *, spill_dir: Path | None = None, run_entities: int = RUN_ENTITIES,
-                         triples: int | None = None, progress: Progress = QUIET) -> None:
-    """(Re)build the relation index of `store` from its default graph, read back.
-    Runs past the first are spilled under `spill_dir` (the system's temporary folder if None);
-    `triples` (the default graph's size, if known) sizes the progress bar."""
+def build_relation_index(store: ox.Store, *, directory: Path | None, stamp: str, spill_dir: Path | None = None,
+                         run_entities: int = RUN_ENTITIES, triples: int | None = None,
+                         progress: Progress = QUIET) -> RelationTable:
+    """The relation index of `store`'s default graph, read back, written beside it in `directory` (in
+    memory if None) and stamped `stamp`. Runs past the first are spilled under `spill_dir` (the
+    system's temporary folder if None); `triples` (the default graph's size, if known) sizes the progress bar."""
     with gathering(spill_dir, run_entities=run_entities) as runs:
         with progress.advancing(desc="relation index", total=triples, unit="triple", scale=True) as advance:
             runs.advance = advance
             store.dump(runs, format=ox.RdfFormat.N_TRIPLES, from_graph=ox.DefaultGraph())
             runs.finish()
-        write_relation_index(store, runs, progress=progress)
+        return write_relation_index(runs, directory=directory, stamp=stamp, progress=progress)
 
 
 @contextmanager
@@ -78,19 +85,86 @@ def gathering(spill_dir: Path | None = None, *, run_entities: int = RUN_ENTITIES
         yield RelationRuns(Path(folder), run_entities=run_entities, plain=plain)
 
 
-def write_relation_index(store: ox.Store, runs: RelationRuns, *, progress: Progress = QUIET) -> None:
-    """Replace the relation index of `store` with the one `runs` gathered (every triple of its default graph)."""
-    index = ox.NamedNode(RELATION_INDEX)
-    _drop(store, index)
-    blank = runs.folder / "blank-nodes"
-    with blank.open("wb") as blank_lines, progress.advancing(desc="relation index: writing", total=None, unit="entity", scale=True) as advance:
-        lines = _index_lines(runs.merged(), blank=blank_lines)  # the bulk loader would take `_:b` for a new blank node
-        while batch := list(itertools.islice(lines, LOAD_LINES)):  # a load holds its whole input's terms
-            store.bulk_load(input=b"".join(batch), format=ox.RdfFormat.N_TRIPLES, to_graph=index)
-            advance(len(batch))
-    store.bulk_extend(_blank_quads(blank, graph=index))
-    edge = ox.NamedNode(EDGE_RELATION)
-    store.bulk_extend(ox.Quad(index, edge, ox.NamedNode(p[1:-1].decode()), index) for p in sorted(runs.edges))
+def write_relation_index(runs: RelationRuns, *, directory: Path | None, stamp: str, progress: Progress = QUIET) -> RelationTable:
+    """The relation index `runs` gathered (every triple of a store's default graph), written beside
+    the store in `directory` (in memory if None), replacing the one there."""
+    with progress.advancing(desc="relation index: writing", total=None, unit="entity", scale=True) as advance:
+        return RelationTable.write(_rows(runs, advance), _edges(runs), directory=directory, stamp=stamp)
+
+
+def _rows(runs: RelationRuns, advance=lambda rows: None) -> Iterator[tuple[bytes, bytes]]:
+    for count, (entity, tokens) in enumerate(runs.merged(), 1):
+        yield entity, b" ".join(sorted(tokens))
+        if count % ADVANCE_ROWS == 0:
+            advance(ADVANCE_ROWS)
+
+
+def _edges(runs: RelationRuns) -> Iterator[str]:
+    return (p[1:-1].decode() for p in runs.edges)
+
+
+class GatherProcess:
+    """The relation index of N-Triples files gathered in a process of its own (`python -m
+    kgqa.kg.relation_index`) while the bulk loader reads the same files into the store, and written
+    there into a table (`RelationTable.adopt` moves it beside the store). Gathered in the loader's
+    own reading thread (`TeeReader`), each chunk waited for the gathering before the loader had it;
+    apart, it takes the share of the cores the loader leaves. The files are those of an empty store,
+    loaded in this order; `exact` turns False where the store gets anything else (the caller's to say)
+    or the lines are not as the store's own dump writes them, and the graph is then read back."""
+
+    def __init__(self, files: Sequence[Path], folder: Path, *, run_entities: int = RUN_ENTITIES) -> None:
+        self.folder, self.table, self.exact = folder, folder / TABLE_FILE, True
+        self._errors = (folder / "errors.log").open("wb")
+        command = [sys.executable, "-m", "kgqa.kg.relation_index", str(folder), str(run_entities), *map(str, files)]
+        self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._errors)
+
+    def finish(self) -> bool:
+        """Wait for the process; whether its table says what the store holds (False at once if the store got more)."""
+        if not self.exact:
+            self.stop()
+            return False
+        code = self._process.wait()
+        self._errors.close()
+        self.exact = code == 0 and (self.folder / EXACT_FILE).is_file()
+        if code != 0:
+            said = (self.folder / "errors.log").read_text(errors="replace").strip().splitlines()
+            logger.warning("gathering the relation index beside the load failed (%s); reading the graph back instead",
+                           said[-1] if said else f"exit code {code}")
+        return self.exact
+
+    def stop(self) -> None:
+        if self._process.poll() is None:
+            self._process.kill()
+            self._process.wait()
+        self._errors.close()
+
+
+def gather_files(files: Sequence[Path], *, folder: Path, run_entities: int = RUN_ENTITIES) -> bool:
+    """`GatherProcess`'s work: the runs of the N-Triples `files` (gzipped where named .gz), in order,
+    gathered under `folder` and, where every line was plain, written into the table `folder/TABLE_FILE`
+    (its stamp left for `RelationTable.adopt`) with the file `EXACT_FILE` beside it. Whether it was."""
+    runs = RelationRuns(folder, run_entities=run_entities, plain=True)
+    for path in files:
+        with gzip.open(path, "rb") if path.suffix.lower() == ".gz" else path.open("rb") as stream:
+            while runs.exact and (chunk := stream.read(GATHER_BYTES)):
+                runs.write(chunk)
+        if not runs.finish():  # a file's last line, with no newline, is a line of its own
+            return False
+    write_file(folder / TABLE_FILE, _rows(runs), _edges(runs), stamp="")
+    (folder / EXACT_FILE).touch()
+    return True
+
+
+def drop_stored_index(store: ox.Store, graph: ox.NamedNode, *, batch: int = DROP_BATCH) -> None:
+    """Remove the relation index a store made before the table kept inside it (a named graph),
+    `batch` quads a transaction: pyoxigraph holds a whole graph's removal in memory (8.7 GB for an
+    index of 2.7 million entities)."""
+    if not store.contains_named_graph(graph):
+        return
+    iri = sparql_iri(graph.value)
+    while next(iter(store.quads_for_pattern(None, None, None, graph)), None) is not None:
+        store.update(f"DELETE {{ GRAPH {iri} {{ ?s ?p ?o }} }} WHERE {{ SELECT ?s ?p ?o WHERE {{ GRAPH {iri} {{ ?s ?p ?o }} }} LIMIT {batch} }}")
+    store.remove_graph(graph)  # empty by now
 
 
 class TeeReader:
@@ -112,17 +186,6 @@ class TeeReader:
 
     def readable(self) -> bool:
         return True
-
-
-def _drop(store: ox.Store, graph: ox.NamedNode, *, batch: int = DROP_BATCH) -> None:
-    """Remove a named graph `batch` quads a transaction: pyoxigraph holds a whole graph's removal in
-    memory (8.7 GB for an index of 2.7 million entities), and a store is indexed again after a kill."""
-    if not store.contains_named_graph(graph):
-        return
-    iri = sparql_iri(graph.value)
-    while next(iter(store.quads_for_pattern(None, None, None, graph)), None) is not None:
-        store.update(f"DELETE {{ GRAPH {iri} {{ ?s ?p ?o }} }} WHERE {{ SELECT ?s ?p ?o WHERE {{ GRAPH {iri} {{ ?s ?p ?o }} }} LIMIT {batch} }}")
-    store.remove_graph(graph)  # empty by now
 
 
 class RelationRuns:
@@ -235,21 +298,5 @@ def _run_lines(run: dict[bytes, set[bytes]]) -> Iterator[bytes]:
         yield entity + b"\t" + b" ".join(sorted(run[entity])) + b"\n"
 
 
-def _index_lines(entities: Iterable[tuple[bytes, set[bytes]]], *, blank: BinaryIO) -> Iterator[bytes]:
-    """N-Triples lines of the index, `<entity> <RELATIONS_OF> "tokens" .` (an IRI holds no `"` or `\\`),
-    and those of blank nodes written to `blank` as `id\ttokens`."""
-    predicate = f"<{RELATIONS_OF}>".encode()
-    for entity, tokens in entities:
-        if entity.startswith(b"_:"):
-            blank.write(entity[2:] + b"\t" + b" ".join(sorted(tokens)) + b"\n")
-        else:
-            yield b"%s %s \"%s\" .\n" % (entity, predicate, b" ".join(sorted(tokens)))
-
-
-def _blank_quads(path: Path, *, graph: ox.NamedNode) -> Iterator[ox.Quad]:
-    """The index's quads of blank nodes: `ox.BlankNode(id)` is the store's own node of that id."""
-    predicate = ox.NamedNode(RELATIONS_OF)
-    with path.open("rb") as lines:
-        for line in lines:
-            node, tokens = line.decode().rstrip("\n").split("\t")
-            yield ox.Quad(ox.BlankNode(node), predicate, ox.Literal(tokens), graph)
+if __name__ == "__main__":  # the gathering process: FOLDER RUN_ENTITIES FILE...
+    gather_files([Path(name) for name in sys.argv[3:]], folder=Path(sys.argv[1]), run_entities=int(sys.argv[2]))

@@ -55,7 +55,7 @@ def _kg_stats(args: argparse.Namespace) -> int:
     kg = KnowledgeGraph(store, profile=args.profile or meta.get("profile", "generic"))
     stats = {"store": str(args.store), "profile": kg.profile.name, **store_stats(kg)}
     stats["load_seconds"], stats["compact_seconds"] = meta.get("load_seconds"), meta.get("compact_seconds")
-    stats["relation_index"] = store.relation_index is not None  # absent: made before it; load again
+    stats["relation_index"] = store.relation_table is not None  # absent: made before it, or changed since; load again
     if args.json:
         print(json.dumps(stats))
     else:

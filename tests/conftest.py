@@ -81,7 +81,7 @@ def unindexed_demo_store() -> EmbeddedStore:
     """The demo KG in a store without the relation index (as stores made before it): the scanning queries."""
     store = EmbeddedStore()
     store.store.bulk_load(path=str(DEMO_KG), format=ox.RdfFormat.N_TRIPLES)
-    assert store.relation_index is None
+    assert store.relation_table is None
     return store
 
 

@@ -22,7 +22,11 @@ def test_a_store_on_disk_reopens_with_its_profile(tmp_path):
 
 
 def test_a_load_ends_compacted_so_compacting_again_rewrites_no_file(tmp_path):
-    store, _, _ = build_store([DEMO_KG], path=tmp_path / "store")
+    lines = DEMO_KG.read_bytes().splitlines(keepends=True)
+    halves = tmp_path / "first.nt", tmp_path / "second.nt"  # each bulk load writes files of its own (9 here, 5 compacted)
+    halves[0].write_bytes(b"".join(lines[:500]))
+    halves[1].write_bytes(b"".join(lines[500:]))
+    store, _, _ = build_store(list(halves), path=tmp_path / "store")
     assert store.read_meta()["compact_seconds"] >= 0
 
     def files() -> set[str]:

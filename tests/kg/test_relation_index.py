@@ -1,7 +1,9 @@
-"""The relation index built in bounded memory: the same literals as one SPARQL GROUP BY, however
-many runs it spills, blank nodes included."""
+"""The relation index built in bounded memory, kept in a table beside the store: the same literals
+as one SPARQL GROUP BY, however many runs it spills, blank nodes included."""
 
 from __future__ import annotations
+
+import gzip
 
 import pyoxigraph as ox
 import pytest
@@ -9,7 +11,8 @@ import pytest
 from kgqa.data.demo import DEMO_KG
 from kgqa.kg import EmbeddedStore
 from kgqa.kg.queries import RELATION_INDEX, index_relations
-from kgqa.kg.relation_index import SPILL_PREFIX, _drop, build_relation_index
+from kgqa.kg.relation_index import SPILL_PREFIX, GatherProcess, build_relation_index, drop_stored_index
+from kgqa.kg.relation_table import TABLE_FILE, RelationTable
 
 EX = "http://example.org/"
 
@@ -29,7 +32,17 @@ def graph() -> ox.Store:
 
 
 def index_of(store: ox.Store) -> dict[str, set[str]]:
-    return {str(q.subject): set(q.object.value.split()) for q in store.quads_for_pattern(None, None, None, ox.NamedNode(RELATION_INDEX))}
+    """What the SPARQL GROUP BY wrote into a store (`index_relations`): its literals by entity, and the
+    list of the relations that join two nodes under the index graph's own IRI."""
+    index: dict[str, set[str]] = {}
+    for q in store.quads_for_pattern(None, None, None, ox.NamedNode(RELATION_INDEX)):
+        index.setdefault(str(q.subject), set()).update(q.object.value.split())
+    return index
+
+
+def table_of(table: RelationTable) -> dict[str, set[str]]:
+    """The same from a table beside the store."""
+    return {**table.entities(), f"<{RELATION_INDEX}>": set(table.edge_relations())}
 
 
 @pytest.mark.parametrize("run_entities", [1_000_000, 7])  # one run in memory; runs of 7 entities spilled and merged
@@ -37,26 +50,33 @@ def test_the_index_is_the_one_a_sparql_group_by_builds(tmp_path, run_entities):
     expected = graph()
     expected.update(index_relations())
     built = graph()
-    build_relation_index(built, spill_dir=tmp_path, run_entities=run_entities)
-    index = index_of(built)
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    table = build_relation_index(built, directory=tmp_path, stamp="built", spill_dir=spill, run_entities=run_entities)
+    index = table_of(table)
     assert index == index_of(expected)
     assert index["_:cvt1"] == {">" + EX + "located_in", "<" + EX + "contains"}  # the store's own blank node
     assert index[f"<{EX}Zürich>"] == {"<" + EX + "located_in", ">" + EX + "population"}
     assert not any(key.startswith('"') for key in index)  # a literal has no relations of its own
     listed = index[f"<{RELATION_INDEX}>"]  # the relations that join two nodes: an IRI object, not a literal or a blank node
     assert EX + "located_in" in listed and EX + "population" not in listed and EX + "contains" not in listed
-    assert list(tmp_path.iterdir()) == []  # the spilled runs are gone
+    assert list(spill.iterdir()) == []  # the spilled runs are gone
+    assert not built.contains_named_graph(ox.NamedNode(RELATION_INDEX))  # nothing written into the store
+    assert table_of(RelationTable.open(tmp_path, stamp="built")) == index  # kept on disk, read back by its stamp
+    assert RelationTable.open(tmp_path, stamp="changed") is None  # a store changed since: no index
+    assert table.relations([f"<{EX}Zürich>", f"<{EX}nowhere>"]) == {f"<{EX}Zürich>": " ".join(sorted(index[f"<{EX}Zürich>"]))}
 
 
 def test_building_again_replaces_the_index(tmp_path):
     store = graph()
-    build_relation_index(store, spill_dir=tmp_path)
+    build_relation_index(store, directory=tmp_path, stamp="first")
     store.remove(ox.Quad(ox.NamedNode(EX + "Switzerland"), ox.NamedNode(EX + "contains"), ox.BlankNode("cvt1")))
-    build_relation_index(store, spill_dir=tmp_path, run_entities=5)
-    index = index_of(store)
+    build_relation_index(store, directory=tmp_path, stamp="second", run_entities=5)
+    assert RelationTable.open(tmp_path, stamp="first") is None
+    index = table_of(RelationTable.open(tmp_path, stamp="second"))
     assert index["_:cvt1"] == {">" + EX + "located_in"}
     assert index[f"<{EX}Switzerland>"] == {"<" + EX + "located_in"}
-    assert len(index) == len({str(q.subject) for q in store.quads_for_pattern(None, None, None, ox.NamedNode(RELATION_INDEX))})
+    assert [p.name for p in tmp_path.iterdir()] == [TABLE_FILE]  # no partial file left
 
 
 def test_a_store_on_disk_removes_what_a_killed_build_left(tmp_path):
@@ -67,23 +87,32 @@ def test_a_store_on_disk_removes_what_a_killed_build_left(tmp_path):
     store.load_file(DEMO_KG, format="ntriples")
     assert not left.exists()
     assert not list((tmp_path / "store").glob(SPILL_PREFIX + "*"))
-    assert store.relation_index is not None
+    assert store.relation_table is not None
 
 
-def test_an_old_index_is_dropped_a_batch_at_a_time_and_nothing_else_with_it():
+def test_an_index_a_store_kept_inside_it_is_dropped_a_batch_at_a_time_and_nothing_else_with_it(tmp_path):
     store = graph()
-    build_relation_index(store)
+    store.update(index_relations())  # as a store made before the table kept its index
     triples = len(list(store.quads_for_pattern(None, None, None, ox.DefaultGraph())))
-    _drop(store, ox.NamedNode(RELATION_INDEX), batch=3)
+    drop_stored_index(store, ox.NamedNode(RELATION_INDEX), batch=3)
     assert not store.contains_named_graph(ox.NamedNode(RELATION_INDEX))
     assert len(store) == triples
+    older = EmbeddedStore(graph())
+    older.store.update(index_relations())
+    assert len(older) == triples and older.relation_table is None  # its old index is not counted, nor read
+    older.index_relations()
+    assert not older.store.contains_named_graph(ox.NamedNode(RELATION_INDEX)) and older.relation_table is not None
+    assert len(older) == triples
 
 
-def quads_of(store: ox.Store) -> set[tuple[str, str, frozenset[str]]]:
-    """Every quad of the index, the list of the relations that join two nodes included (a blank node
+def quads_of(store: EmbeddedStore) -> set[tuple[str, frozenset[str]]]:
+    """Every row of the index, the list of the relations that join two nodes included (a blank node
     as `_:`: each load names it anew)."""
-    return {("_:" if isinstance(q.subject, ox.BlankNode) else str(q.subject), str(q.predicate), frozenset(q.object.value.split()))
-            for q in store.quads_for_pattern(None, None, None, ox.NamedNode(RELATION_INDEX))}
+    return {("_:" if entity.startswith("_:") else entity, frozenset(tokens)) for entity, tokens in table_of(store.relation_table).items()}
+
+
+def quads_of_group_by(store: ox.Store) -> set[tuple[str, frozenset[str]]]:
+    return {("_:" if entity.startswith("_:") else entity, frozenset(tokens)) for entity, tokens in index_of(store).items()}
 
 
 PLAIN = DEMO_KG.read_bytes() + (  # the demo and what the bulk loader reads the same way: no trailing newline at the end
@@ -101,11 +130,11 @@ def test_a_load_of_n_triples_gathers_the_index_as_it_reads_the_same_one_reading_
         runs.run_entities = run_entities
         store.load_file(source, format="ntriples", gather=runs)
         assert runs.exact and list((tmp_path / "store").glob(SPILL_PREFIX + "*")) == [runs.folder]
-    assert read_backs == [] and store.relation_index is not None
-    gathered = quads_of(store.store)
-    assert index_of(store.store)[f"<{EX}Z%C3%BCrich>"] == {">" + EX + "population", "<" + EX + "contains"}  # the line with no newline
+    assert read_backs == [] and store.relation_table is not None
+    gathered = quads_of(store)
+    assert table_of(store.relation_table)[f"<{EX}Z%C3%BCrich>"] == {">" + EX + "population", "<" + EX + "contains"}  # the line with no newline
     store.index_relations()
-    assert read_backs == [1] and quads_of(store.store) == gathered
+    assert read_backs == [1] and quads_of(store) == gathered
     assert not list((tmp_path / "store").glob(SPILL_PREFIX + "*"))
 
 
@@ -131,4 +160,50 @@ def test_lines_the_store_would_not_dump_so_are_indexed_by_reading_the_graph_back
     expected = ox.Store()
     expected.bulk_load(path=str(source), format=ox.RdfFormat.N_TRIPLES)
     expected.update(index_relations())
-    assert quads_of(store.store) == quads_of(expected)
+    assert quads_of(store) == quads_of_group_by(expected)
+
+
+def test_files_of_a_store_on_disk_are_gathered_in_a_process_of_their_own_into_the_same_index(tmp_path, read_backs):
+    first, second = tmp_path / "first.nt.gz", tmp_path / "second.nt"
+    lines = PLAIN.splitlines(keepends=True)
+    with gzip.open(first, "wb") as out:
+        out.write(b"".join(lines[:-1]).rstrip(b"\n"))  # a file whose last line has no newline, then another file
+    second.write_bytes(lines[-1])
+    store = EmbeddedStore.open(tmp_path / "store", create=True)
+    with store.gathering([first, second]) as gathered:
+        assert isinstance(gathered, GatherProcess)
+        with gzip.open(first, "rb") as stream:
+            store.load_file(stream, format="ntriples", index=False, gather=gathered)
+        store.load_file(second, format="ntriples", gather=gathered)
+        assert gathered.exact
+    assert read_backs == [] and store.relation_table is not None
+    gathered_index = quads_of(store)
+    assert table_of(store.relation_table)[f"<{EX}Z%C3%BCrich>"] == {">" + EX + "population", "<" + EX + "contains"}
+    store.index_relations()
+    assert read_backs == [1] and quads_of(store) == gathered_index
+    assert sorted(p.name for p in (tmp_path / "store").iterdir() if "relations" in p.name) == [TABLE_FILE]
+    assert not list((tmp_path / "store").glob(SPILL_PREFIX + "*"))
+
+
+def test_a_file_the_process_cannot_gather_exactly_is_indexed_by_reading_the_graph_back(tmp_path, read_backs):
+    source = tmp_path / "graph.nt"
+    source.write_bytes(DEMO_KG.read_bytes() + b"_:x <http://example.org/p> <http://example.org/b> .\n")  # named anew by the loader
+    store = EmbeddedStore.open(tmp_path / "store", create=True)
+    with store.gathering([source]) as gathered:
+        store.load_file(source, format="ntriples", gather=gathered)
+        assert not gathered.exact
+    assert read_backs == [1]
+    expected = ox.Store()
+    expected.bulk_load(path=str(source), format=ox.RdfFormat.N_TRIPLES)
+    expected.update(index_relations())
+    assert quads_of(store) == quads_of_group_by(expected)
+
+
+def test_a_gathering_process_that_fails_says_so_and_the_graph_is_read_back(tmp_path, read_backs, caplog):
+    source = tmp_path / "graph.nt"
+    source.write_bytes(DEMO_KG.read_bytes())
+    store = EmbeddedStore.open(tmp_path / "store", create=True)
+    with store.gathering([tmp_path / "gone.nt"]) as gathered:  # the process cannot read its file
+        store.load_file(source, format="ntriples", gather=gathered)
+    assert read_backs == [1] and store.relation_table is not None
+    assert "gathering the relation index beside the load failed" in caplog.text and "gone.nt" in caplog.text
