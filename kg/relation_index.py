@@ -24,6 +24,7 @@ import gzip
 import heapq
 import itertools
 import logging
+import os
 import re
 import subprocess
 import sys
@@ -115,7 +116,7 @@ class GatherProcess:
     def __init__(self, files: Sequence[Path], folder: Path, *, run_entities: int = RUN_ENTITIES) -> None:
         self.folder, self.table, self.exact = folder, folder / TABLE_FILE, True
         self._errors = (folder / "errors.log").open("wb")
-        command = [sys.executable, "-m", "kgqa.kg.relation_index", str(folder), str(run_entities), *map(str, files)]
+        command = [sys.executable, "-m", "kgqa.kg.relation_index", str(folder), str(run_entities), str(os.getpid()), *map(str, files)]
         self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._errors)
 
     def finish(self) -> bool:
@@ -139,14 +140,17 @@ class GatherProcess:
         self._errors.close()
 
 
-def gather_files(files: Sequence[Path], *, folder: Path, run_entities: int = RUN_ENTITIES) -> bool:
+def gather_files(files: Sequence[Path], *, folder: Path, run_entities: int = RUN_ENTITIES, parent: int | None = None) -> bool:
     """`GatherProcess`'s work: the runs of the N-Triples `files` (gzipped where named .gz), in order,
     gathered under `folder` and, where every line was plain, written into the table `folder/TABLE_FILE`
-    (its stamp left for `RelationTable.adopt`) with the file `EXACT_FILE` beside it. Whether it was."""
+    (its stamp left for `RelationTable.adopt`) with the file `EXACT_FILE` beside it. Whether it was.
+    Stops as soon as the process `parent` (the load's) is gone: a load killed leaves no gathering behind."""
     runs = RelationRuns(folder, run_entities=run_entities, plain=True)
     for path in files:
         with gzip.open(path, "rb") if path.suffix.lower() == ".gz" else path.open("rb") as stream:
             while runs.exact and (chunk := stream.read(GATHER_BYTES)):
+                if parent is not None and os.getppid() != parent:
+                    raise SystemExit("the load that started this gathering is gone")
                 runs.write(chunk)
         if not runs.finish():  # a file's last line, with no newline, is a line of its own
             return False
@@ -298,5 +302,6 @@ def _run_lines(run: dict[bytes, set[bytes]]) -> Iterator[bytes]:
         yield entity + b"\t" + b" ".join(sorted(run[entity])) + b"\n"
 
 
-if __name__ == "__main__":  # the gathering process: FOLDER RUN_ENTITIES FILE...
-    gather_files([Path(name) for name in sys.argv[3:]], folder=Path(sys.argv[1]), run_entities=int(sys.argv[2]))
+if __name__ == "__main__":  # the gathering process: FOLDER RUN_ENTITIES PARENT_PID FILE...
+    gather_files([Path(name) for name in sys.argv[4:]], folder=Path(sys.argv[1]), run_entities=int(sys.argv[2]),
+                 parent=int(sys.argv[3]))

@@ -4,6 +4,9 @@ as one SPARQL GROUP BY, however many runs it spills, blank nodes included."""
 from __future__ import annotations
 
 import gzip
+import os
+import subprocess
+import sys
 
 import pyoxigraph as ox
 import pytest
@@ -207,3 +210,12 @@ def test_a_gathering_process_that_fails_says_so_and_the_graph_is_read_back(tmp_p
         store.load_file(source, format="ntriples", gather=gathered)
     assert read_backs == [1] and store.relation_table is not None
     assert "gathering the relation index beside the load failed" in caplog.text and "gone.nt" in caplog.text
+
+
+def test_a_gathering_process_whose_load_is_gone_stops_and_writes_nothing(tmp_path):
+    source = tmp_path / "graph.nt"
+    source.write_bytes(DEMO_KG.read_bytes())
+    orphaned = subprocess.run([sys.executable, "-m", "kgqa.kg.relation_index", str(tmp_path), "1000", str(os.getpid() + 10**6), str(source)],
+                              capture_output=True, text=True, timeout=60)  # its parent is not the load it names
+    assert orphaned.returncode != 0 and "the load that started this gathering is gone" in orphaned.stderr
+    assert not (tmp_path / TABLE_FILE).exists()
