@@ -12,10 +12,12 @@ into the table's rows, with the relations seen joining two nodes listed beside t
 one run; disk holds the spilled runs (smaller than the graph's N-Triples) until the end.
 
 Reading the store back is most of that pass (pyoxigraph reads about 55,000 triples a second back
-out of it, term by term, whether dumped, iterated or selected). A load of N-Triples into an empty
-store gathers the same runs from the bytes the bulk loader reads instead (`gathering`, `TeeReader`),
-and writes the index from them (`write_relation_index`); the bulk loader names a file's blank nodes
-anew, so a file that holds one (or a source of another kind) is indexed by reading the store back.
+out of it, term by term, whether dumped, iterated or selected). A load of N-Triples files into an
+empty store on disk gathers the same runs in a process of its own that reads the files beside the
+bulk loader (`GatherProcess`), and any other (a stream, a store in memory) from the bytes the bulk loader reads
+(`gathering`, `TeeReader`); the index is written from them (`write_relation_index`). The bulk
+loader names a file's blank nodes anew, so a file that holds one (or a source of another kind) is
+indexed by reading the store back.
 """
 
 from __future__ import annotations
