@@ -239,7 +239,7 @@ class EmbeddedStore:
 
 
 def _waited(gathered: GatherProcess, progress: Progress) -> bool:
-    """The gathering process's table, waited for after the load (it gathers what the loader read, at its own pace)."""
+    """Wait for the gathering process after the load (it reads the files at its own pace); whether its table is exact."""
     with progress.advancing(desc="relation index: gathered beside the load", total=1, unit="table") as advance:
         exact = gathered.finish()
         advance(1)
