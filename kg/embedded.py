@@ -172,9 +172,12 @@ class EmbeddedStore:
         return time.perf_counter() - start
 
     def _remove_spilled(self, *, keep: Path | None = None) -> None:
+        """Remove what a killed build of the relation index left beside the store: its spilled runs, a table half-written."""
         for stale in self.path.glob(SPILL_PREFIX + "*") if self.path else ():
             if stale != keep:
                 shutil.rmtree(stale, ignore_errors=True)
+        if self.path is not None:
+            RelationTable.remove_partial(self.path)
 
     @property
     def relation_table(self) -> RelationTable | None:

@@ -74,9 +74,9 @@ class RelationTable:
         return cls(sqlite3.connect(f"file:{directory / TABLE_FILE}?mode=ro", uri=True, check_same_thread=False))
 
     @staticmethod
-    def remove(directory: Path) -> None:
-        """Remove the table beside a store, and what a killed write left."""
-        for path in directory.glob(TABLE_FILE + "*"):
+    def remove_partial(directory: Path) -> None:
+        """Remove what a killed write of the table beside the store in `directory` left."""
+        for path in directory.glob(TABLE_FILE + ".partial-*"):
             path.unlink(missing_ok=True)
 
     def relations(self, terms: Sequence[str]) -> dict[str, str]:

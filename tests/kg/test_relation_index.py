@@ -87,8 +87,10 @@ def test_a_store_on_disk_removes_what_a_killed_build_left(tmp_path):
     left = tmp_path / "store" / (SPILL_PREFIX + "killed")
     left.mkdir()
     (left / "run-0").write_bytes(b"<urn:a>\t>urn:r\n")
+    half_written = tmp_path / "store" / f"{TABLE_FILE}.partial-1"
+    half_written.write_bytes(b"killed")
     store.load_file(DEMO_KG, format="ntriples")
-    assert not left.exists()
+    assert not left.exists() and not half_written.exists()
     assert not list((tmp_path / "store").glob(SPILL_PREFIX + "*"))
     assert store.relation_table is not None
 
