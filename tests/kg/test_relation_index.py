@@ -14,7 +14,7 @@ import pytest
 from kgqa.data.demo import DEMO_KG
 from kgqa.kg import EmbeddedStore
 from kgqa.kg.queries import RELATION_INDEX, index_relations
-from kgqa.kg.relation_index import SPILL_PREFIX, GatherProcess, build_relation_index, drop_stored_index
+from kgqa.kg.relation_index import SPILL_PREFIX, GatherProcess, RelationRuns, build_relation_index, drop_stored_index
 from kgqa.kg.relation_table import TABLE_FILE, RelationTable
 
 EX = "http://example.org/"
@@ -154,13 +154,15 @@ def test_a_load_of_n_triples_gathers_the_index_as_it_reads_the_same_one_reading_
     b"<http://example.org/\\u00E9> <http://example.org/p> <http://example.org/b> .\n",  # an escape the parser decodes
     b"_:x <http://example.org/p> <http://example.org/b> .\n",  # a blank node the loader names anew
 ])
-def test_lines_the_store_would_not_dump_so_are_indexed_by_reading_the_graph_back(tmp_path, read_backs, odd):
+@pytest.mark.parametrize("on_disk", [False, True])  # gathered in the loader's thread, or in a process of its own
+def test_lines_the_store_would_not_dump_so_are_indexed_by_reading_the_graph_back(tmp_path, read_backs, odd, on_disk):
     source = tmp_path / "graph.nt"
     source.write_bytes(DEMO_KG.read_bytes() + odd)
-    store = EmbeddedStore()
-    with store.gathering() as runs:
-        store.load_file(source, format="ntriples", gather=runs)
-        assert not runs.exact
+    store = EmbeddedStore.open(tmp_path / "store", create=True) if on_disk else EmbeddedStore()
+    with store.gathering([source]) as gathered:
+        assert isinstance(gathered, GatherProcess if on_disk else RelationRuns)
+        store.load_file(source, format="ntriples", gather=gathered)
+        assert not gathered.exact
     assert read_backs == [1]
     expected = ox.Store()
     expected.bulk_load(path=str(source), format=ox.RdfFormat.N_TRIPLES)
@@ -188,20 +190,6 @@ def test_files_of_a_store_on_disk_are_gathered_in_a_process_of_their_own_into_th
     assert read_backs == [1] and quads_of(store) == gathered_index
     assert sorted(p.name for p in (tmp_path / "store").iterdir() if "relations" in p.name) == [TABLE_FILE]
     assert not list((tmp_path / "store").glob(SPILL_PREFIX + "*"))
-
-
-def test_a_file_the_process_cannot_gather_exactly_is_indexed_by_reading_the_graph_back(tmp_path, read_backs):
-    source = tmp_path / "graph.nt"
-    source.write_bytes(DEMO_KG.read_bytes() + b"_:x <http://example.org/p> <http://example.org/b> .\n")  # named anew by the loader
-    store = EmbeddedStore.open(tmp_path / "store", create=True)
-    with store.gathering([source]) as gathered:
-        store.load_file(source, format="ntriples", gather=gathered)
-        assert not gathered.exact
-    assert read_backs == [1]
-    expected = ox.Store()
-    expected.bulk_load(path=str(source), format=ox.RdfFormat.N_TRIPLES)
-    expected.update(index_relations())
-    assert quads_of(store) == quads_of_group_by(expected)
 
 
 def test_a_gathering_process_that_fails_says_so_and_the_graph_is_read_back(tmp_path, read_backs, caplog):
