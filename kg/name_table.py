@@ -21,6 +21,21 @@ TABLE_FILE = "names.sqlite"
 BATCH = 10_000  # names written a transaction
 
 
+def open_stamped(path: Path, stamp: str) -> sqlite3.Connection | None:
+    """A table file kept beside a store, opened read-only where its `meta` says it was built from
+    `stamp`; None where it is missing, built from something else, damaged or another file."""
+    if not path.is_file():
+        return None
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        if db.execute("SELECT value FROM meta WHERE key = 'built_from'").fetchone() == (stamp,):
+            return db
+        db.close()
+    except sqlite3.DatabaseError:
+        pass
+    return None
+
+
 class NameTable:
     def __init__(self, connection: sqlite3.Connection) -> None:
         self._db = connection
@@ -32,14 +47,9 @@ class NameTable:
         built with the same `stamp`, else built (and kept there)."""
         key = f"{stamp}|{' '.join(predicates)}|{lang}"
         path = directory / TABLE_FILE if directory is not None else None
-        if path is not None and path.exists():
-            try:
-                db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
-                if db.execute("SELECT value FROM meta WHERE key = 'built_from'").fetchone() == (key,):
-                    return cls(db)
-                db.close()
-            except sqlite3.DatabaseError:
-                pass  # damaged or another file: built again below
+        kept = open_stamped(path, key) if path is not None else None
+        if kept is not None:
+            return cls(kept)
         target = path.with_suffix(f".partial-{os.getpid()}") if path is not None else None
         db = sqlite3.connect(str(target) if target else ":memory:", check_same_thread=False)
         db.execute("CREATE VIRTUAL TABLE names USING fts5(name, entity UNINDEXED, tokenize = 'unicode61 remove_diacritics 2')")

@@ -24,6 +24,8 @@ from array import array
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from kgqa.kg.name_table import open_stamped
+
 TABLE_FILE = "relations.sqlite"
 LOOKUP_BATCH = 500  # terms a lookup statement (SQLite binds at most 32,766 parameters)
 WRITE_BATCH = 50_000  # rows an executemany
@@ -39,17 +41,8 @@ class RelationTable:
     @classmethod
     def open(cls, directory: Path, *, stamp: str) -> RelationTable | None:
         """The table beside the store in `directory` where it was built from the store as it is (`stamp`), else None."""
-        path = directory / TABLE_FILE
-        if not path.is_file():
-            return None
-        try:
-            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
-            if db.execute("SELECT value FROM meta WHERE key = 'built_from'").fetchone() == (stamp,):
-                return cls(db)
-            db.close()
-        except sqlite3.DatabaseError:
-            pass  # damaged or another file: the store reads as unindexed until it is indexed again
-        return None
+        kept = open_stamped(directory / TABLE_FILE, stamp)  # else the store reads as unindexed until it is indexed again
+        return cls(kept) if kept is not None else None
 
     @classmethod
     def write(cls, entities: Iterable[tuple[bytes, bytes]], edges: Iterable[str], *, directory: Path | None,
