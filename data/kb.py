@@ -36,8 +36,9 @@ def guess_format(source: str | Path) -> str:
 class LoadReport:
     source: str
     format: str
-    triples: int
+    triples: int  # added by this source
     seconds: float
+    total: int  # in the store after it
 
 
 def load_source(store: EmbeddedStore, source: str | Path, *, format: str | None = None, index: bool = True,
@@ -62,9 +63,10 @@ def load_source(store: EmbeddedStore, source: str | Path, *, format: str | None 
             store.add_triples(kb_triples(source, progress=progress), index=False)
         else:
             store.add_triples((t for ex in load_rog(source) for t in graph_triples(ex.graph)), index=False)
+    after = len(store)
     if index:
-        store.index_relations(progress=progress, gathered=gather)
-    return LoadReport(str(source), format, len(store) - before, time.perf_counter() - start)
+        store.index_relations(progress=progress, gathered=gather, triples=after)
+    return LoadReport(str(source), format, after - before, time.perf_counter() - start, after)
 
 
 def guess_profile(store: EmbeddedStore, formats: list[str]) -> str:

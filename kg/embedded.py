@@ -50,9 +50,11 @@ class EmbeddedStore:
     its sources and how long loading took.
     """
 
-    def __init__(self, store: ox.Store | None = None, *, path: Path | None = None) -> None:
+    def __init__(self, store: ox.Store | None = None, *, path: Path | None = None, read_only: bool = False) -> None:
         self.store = store if store is not None else ox.Store()
         self.path = path
+        self._size: int | None = None  # counted once where the store is read-only (pyoxigraph counts 2.7 s at 10^7)
+        self._read_only = read_only
         self._table: RelationTable | None = None  # the relation index beside the store: opened when first asked
         self._table_checked = False  # a store opened from disk may predate its table, or have changed since
         self._name_tables: dict[tuple, NameTable] = {}  # by (predicates, lang): opened or built on the first search
@@ -74,7 +76,7 @@ class EmbeddedStore:
             store = ox.Store.read_only(str(path)) if read_only else ox.Store(str(path))
         except (OSError, RuntimeError) as exc:  # locked by a writer, or changed under a reader
             raise KGError(f"cannot open the store at {path}: {exc}") from exc
-        return cls(store, path=path)
+        return cls(store, path=path, read_only=read_only)
 
     def describe(self) -> str:
         return f"embedded:{self.path}" if self.path else "embedded:memory"
@@ -121,13 +123,15 @@ class EmbeddedStore:
             self.index_relations()
         return count
 
-    def index_relations(self, *, progress: Progress = QUIET, gathered: RelationRuns | GatherProcess | None = None) -> None:
+    def index_relations(self, *, progress: Progress = QUIET, gathered: RelationRuns | GatherProcess | None = None,
+                        triples: int | None = None) -> None:
         """(Re)build the relation index from the default graph, in bounded memory (`kg.relation_index`;
         `add_triples` and `load_file` do, unless told not to), into its table beside the store
         (`kg.relation_table`): from the runs `gathered` while every triple of it was loaded where they
         are exact (`gathering`), else by reading the graph back. A store on disk spills beside its
-        data, where what a killed build left is removed first (no other process writes to an open store)."""
-        stamp = str(len(self))
+        data, where what a killed build left is removed first (no other process writes to an open store).
+        `triples`: the store's size, where the caller has just counted it (counting reads every triple)."""
+        stamp = str(len(self) if triples is None else triples)
         if isinstance(gathered, GatherProcess) and _waited(gathered, progress):
             self._table = RelationTable.adopt(gathered.table, directory=self.path, stamp=stamp)
         elif isinstance(gathered, RelationRuns) and gathered.finish():
@@ -222,9 +226,15 @@ class EmbeddedStore:
         self._table, self._table_checked = None, True
 
     def __len__(self) -> int:
-        """Triples in the default graph (a relation index that a store made before the table kept inside it is not counted)."""
+        """Triples in the default graph (a relation index that a store made before the table kept inside it is not
+        counted), counted each time unless the store is open read-only."""
+        if self._size is not None:
+            return self._size
         counted = self.store.query(f"SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH <{RELATION_INDEX}> {{ ?e ?p ?tokens }} }}")
-        return len(self.store) - int(next(iter(counted))["n"].value)  # counted in the engine: 0.06 s, not 7 s, at 10^6
+        size = len(self.store) - int(next(iter(counted))["n"].value)  # counted in the engine: 0.06 s, not 7 s, at 10^6
+        if self._read_only:
+            self._size = size
+        return size
 
     # Metadata kept beside an on-disk store.
     def read_meta(self) -> dict:

@@ -32,7 +32,7 @@ def _kg_load(args: argparse.Namespace) -> int:
     for r in reports:
         print(f"loaded {r.source} ({r.format}): {r.triples:,} triples in {r.seconds:.2f} s")
     print(f"compacted in {store.read_meta()['compact_seconds']:.2f} s")
-    print(f"store {args.store}: {len(store):,} triples, profile {profile}")
+    print(f"store {args.store}: {reports[-1].total:,} triples, profile {profile}")
     return 0
 
 

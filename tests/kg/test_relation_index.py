@@ -15,9 +15,10 @@ from kgqa.data.demo import DEMO_KG
 from kgqa.kg import EmbeddedStore
 from kgqa.kg.queries import RELATION_INDEX, index_relations
 from kgqa.kg.relation_index import SPILL_PREFIX, GatherProcess, RelationRuns, build_relation_index, drop_stored_index
-from kgqa.kg.relation_table import TABLE_FILE, RelationTable
+from kgqa.kg.relation_table import ARRAYS, TABLE_FILE, RelationTable
 
 EX = "http://example.org/"
+TABLE_FILES = sorted([TABLE_FILE, *(f"{TABLE_FILE}.{name}" for name in ARRAYS)])  # the table and its arrays
 
 
 def graph() -> ox.Store:
@@ -43,20 +44,25 @@ def index_of(store: ox.Store) -> dict[str, set[str]]:
     return index
 
 
-def table_of(table: RelationTable) -> dict[str, set[str]]:
-    """The same from a table beside the store."""
-    return {**table.entities(), f"<{RELATION_INDEX}>": set(table.edge_relations())}
+def table_of(table: RelationTable, store: ox.Store) -> dict[str, set[str]]:
+    """The same from a table beside the store, looked up for every node of `store`'s default graph
+    (the table keeps a key of each term, not the term), which has no other row."""
+    quads = list(store.quads_for_pattern(None, None, None, ox.DefaultGraph()))
+    nodes = sorted({str(q.subject) for q in quads} | {str(q.object) for q in quads if not isinstance(q.object, ox.Literal)})
+    found = {term: set(tokens.split()) for term, tokens in table.relations(nodes).items()}
+    assert len(table.entities()) == len(found)
+    return {**found, f"<{RELATION_INDEX}>": set(table.edge_relations())}
 
 
-@pytest.mark.parametrize("run_entities", [1_000_000, 7])  # one run in memory; runs of 7 entities spilled and merged
-def test_the_index_is_the_one_a_sparql_group_by_builds(tmp_path, run_entities):
+@pytest.mark.parametrize("sizes", [{}, {"run_bytes": 3_000, "gather_bytes": 1_000}])  # one run in memory; dozens spilled and merged
+def test_the_index_is_the_one_a_sparql_group_by_builds(tmp_path, sizes):
     expected = graph()
     expected.update(index_relations())
     built = graph()
     spill = tmp_path / "spill"
     spill.mkdir()
-    table = build_relation_index(built, directory=tmp_path, stamp="built", spill_dir=spill, run_entities=run_entities)
-    index = table_of(table)
+    table = build_relation_index(built, directory=tmp_path, stamp="built", spill_dir=spill, **sizes)
+    index = table_of(table, built)
     assert index == index_of(expected)
     assert index["_:cvt1"] == {">" + EX + "located_in", "<" + EX + "contains"}  # the store's own blank node
     assert index[f"<{EX}Zürich>"] == {"<" + EX + "located_in", ">" + EX + "population"}
@@ -65,7 +71,7 @@ def test_the_index_is_the_one_a_sparql_group_by_builds(tmp_path, run_entities):
     assert EX + "located_in" in listed and EX + "population" not in listed and EX + "contains" not in listed
     assert list(spill.iterdir()) == []  # the spilled runs are gone
     assert not built.contains_named_graph(ox.NamedNode(RELATION_INDEX))  # nothing written into the store
-    assert table_of(RelationTable.open(tmp_path, stamp="built")) == index  # kept on disk, read back by its stamp
+    assert table_of(RelationTable.open(tmp_path, stamp="built"), built) == index  # kept on disk, read back by its stamp
     assert RelationTable.open(tmp_path, stamp="changed") is None  # a store changed since: no index
     assert table.relations([f"<{EX}Zürich>", f"<{EX}nowhere>"]) == {f"<{EX}Zürich>": " ".join(sorted(index[f"<{EX}Zürich>"]))}
 
@@ -74,12 +80,12 @@ def test_building_again_replaces_the_index(tmp_path):
     store = graph()
     build_relation_index(store, directory=tmp_path, stamp="first")
     store.remove(ox.Quad(ox.NamedNode(EX + "Switzerland"), ox.NamedNode(EX + "contains"), ox.BlankNode("cvt1")))
-    build_relation_index(store, directory=tmp_path, stamp="second", run_entities=5)
+    build_relation_index(store, directory=tmp_path, stamp="second", run_bytes=500, gather_bytes=300)
     assert RelationTable.open(tmp_path, stamp="first") is None
-    index = table_of(RelationTable.open(tmp_path, stamp="second"))
+    index = table_of(RelationTable.open(tmp_path, stamp="second"), store)
     assert index["_:cvt1"] == {">" + EX + "located_in"}
     assert index[f"<{EX}Switzerland>"] == {"<" + EX + "located_in"}
-    assert [p.name for p in tmp_path.iterdir()] == [TABLE_FILE]  # no partial file left
+    assert sorted(p.name for p in tmp_path.iterdir()) == TABLE_FILES  # no partial file left
 
 
 def test_a_store_on_disk_removes_what_a_killed_build_left(tmp_path):
@@ -113,7 +119,7 @@ def test_an_index_a_store_kept_inside_it_is_dropped_a_batch_at_a_time_and_nothin
 def quads_of(store: EmbeddedStore) -> set[tuple[str, frozenset[str]]]:
     """Every row of the index, the list of the relations that join two nodes included (a blank node
     as `_:`: each load names it anew)."""
-    return {("_:" if entity.startswith("_:") else entity, frozenset(tokens)) for entity, tokens in table_of(store.relation_table).items()}
+    return {("_:" if entity.startswith("_:") else entity, frozenset(tokens)) for entity, tokens in table_of(store.relation_table, store.store).items()}
 
 
 def quads_of_group_by(store: ox.Store) -> set[tuple[str, frozenset[str]]]:
@@ -126,18 +132,18 @@ PLAIN = DEMO_KG.read_bytes() + (  # the demo and what the bulk loader reads the 
 ).encode()
 
 
-@pytest.mark.parametrize("run_entities", [1_000_000, 7])
-def test_a_load_of_n_triples_gathers_the_index_as_it_reads_the_same_one_reading_back_builds(tmp_path, read_backs, run_entities):
+@pytest.mark.parametrize("run_bytes", [1 << 30, 2_000])
+def test_a_load_of_n_triples_gathers_the_index_as_it_reads_the_same_one_reading_back_builds(tmp_path, read_backs, run_bytes):
     source = tmp_path / "graph.nt"
     source.write_bytes(PLAIN)
     store = EmbeddedStore.open(tmp_path / "store", create=True)
     with store.gathering() as runs:
-        runs.run_entities = run_entities
+        runs.run_bytes, runs.gather_bytes = run_bytes, min(run_bytes, runs.gather_bytes)
         store.load_file(source, format="ntriples", gather=runs)
         assert runs.exact and list((tmp_path / "store").glob(SPILL_PREFIX + "*")) == [runs.folder]
     assert read_backs == [] and store.relation_table is not None
     gathered = quads_of(store)
-    assert table_of(store.relation_table)[f"<{EX}Z%C3%BCrich>"] == {">" + EX + "population", "<" + EX + "contains"}  # the line with no newline
+    assert table_of(store.relation_table, store.store)[f"<{EX}Z%C3%BCrich>"] == {">" + EX + "population", "<" + EX + "contains"}  # the line with no newline
     store.index_relations()
     assert read_backs == [1] and quads_of(store) == gathered
     assert not list((tmp_path / "store").glob(SPILL_PREFIX + "*"))
@@ -185,10 +191,10 @@ def test_files_of_a_store_on_disk_are_gathered_in_a_process_of_their_own_into_th
         assert gathered.exact
     assert read_backs == [] and store.relation_table is not None
     gathered_index = quads_of(store)
-    assert table_of(store.relation_table)[f"<{EX}Z%C3%BCrich>"] == {">" + EX + "population", "<" + EX + "contains"}
+    assert table_of(store.relation_table, store.store)[f"<{EX}Z%C3%BCrich>"] == {">" + EX + "population", "<" + EX + "contains"}
     store.index_relations()
     assert read_backs == [1] and quads_of(store) == gathered_index
-    assert sorted(p.name for p in (tmp_path / "store").iterdir() if "relations" in p.name) == [TABLE_FILE]
+    assert sorted(p.name for p in (tmp_path / "store").iterdir() if "relations" in p.name) == TABLE_FILES
     assert not list((tmp_path / "store").glob(SPILL_PREFIX + "*"))
 
 
