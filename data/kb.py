@@ -82,24 +82,27 @@ def build_store(
     sources: list[str | Path], *, path: str | Path | None = None, format: str | None = None, profile: str | None = None,
     progress: Progress = QUIET,
 ) -> tuple[EmbeddedStore, str, list[LoadReport]]:
-    """Load sources into a new store (on disk when `path` is given), index its relations once after
-    the last, compact its files (`EmbeddedStore.compact`), and record its metadata (the index's
-    seconds counted in the last source's, the compaction's apart)."""
+    """Load sources into a new store (on disk when `path` is given), compact its files
+    (`EmbeddedStore.compact`), index its relations once, and record its metadata (the index's seconds
+    counted in the load's, the compaction's apart). The compaction comes before the index: a process
+    gathering the index beside the load (`EmbeddedStore.gathering`) finishes meanwhile."""
     store = EmbeddedStore.open(path, create=True) if path is not None else EmbeddedStore()
     store.write_meta(loading=[str(source) for source in sources])  # until the last source is in
     files = [Path(s) for s in sources if (format or guess_format(s)) == "ntriples" and Path(s).is_file()]
     gathered = store.gathering(files if len(files) == len(sources) else ())  # N-Triples files: gathered beside the load
     with gathered if len(store) == 0 else nullcontext() as runs:  # a load run again after a kill reads back
-        reports = [load_source(store, source, format=format, index=i == len(sources) - 1, gather=runs, progress=progress)
-                   for i, source in enumerate(sources)]
-    with progress.advancing(desc="compacting", total=1, unit="store") as advance:
-        compacted = store.compact()
-        advance(1)
+        reports = [load_source(store, source, format=format, index=False, gather=runs, progress=progress) for source in sources]
+        with progress.advancing(desc="compacting", total=1, unit="store") as advance:
+            compacted = store.compact()
+            advance(1)
+        start = time.perf_counter()
+        store.index_relations(progress=progress, gathered=runs, triples=reports[-1].total if reports else None)
+        indexed = time.perf_counter() - start
     profile = get_profile(profile).name if profile else guess_profile(store, [r.format for r in reports])
     store.write_meta(
         profile=profile,
         sources=[{"source": r.source, "format": r.format, "triples": r.triples} for r in reports],
-        load_seconds=round(sum(r.seconds for r in reports), 3),
+        load_seconds=round(sum(r.seconds for r in reports) + indexed, 3),
         compact_seconds=round(compacted, 3),
         loading=None,
     )

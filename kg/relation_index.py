@@ -45,6 +45,7 @@ from kgqa.progress import QUIET, Progress
 
 RUN_BYTES = 128 << 20  # pairs held in memory before a run is spilled (and the pairs of a key range merged at a time)
 GATHER_BYTES = 4 << 20  # N-Triples cut at a time (a sink is handed a few KB a call)
+GATHER_NICENESS = 10  # the gathering process yields the cores to the bulk loader, and ends during the compaction
 DROP_BATCH = 100_000  # quads removed a transaction when an old index kept in the store is dropped
 SPILL_PREFIX = "kgqa-relation-index-"  # a folder left by a build that was killed starts so
 _LITERAL, _IRI, _CLOSE, _BLANK, _SPACE, _DOT, _ESCAPE, _NEWLINE = (ord(c) for c in '"<>_ .\\\n')
@@ -385,5 +386,6 @@ def _sorted_once(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
 
 
 if __name__ == "__main__":  # the gathering process: FOLDER RUN_BYTES PARENT_PID FILE...
+    os.nice(GATHER_NICENESS)
     gather_files([Path(name) for name in sys.argv[4:]], folder=Path(sys.argv[1]), run_bytes=int(sys.argv[2]),
                  parent=int(sys.argv[3]))
