@@ -41,12 +41,12 @@ class LoadReport:
     total: int  # in the store after it
 
 
-def load_source(store: EmbeddedStore, source: str | Path, *, format: str | None = None, index: bool = True,
+def load_source(store: EmbeddedStore, source: str | Path, *, format: str | None = None,
                 gather: RelationRuns | GatherProcess | None = None, progress: Progress = QUIET) -> LoadReport:
-    """Add one source to the store; `format` is guessed from the file suffix when not given. With
-    `index` (the default) the store's relation index is rebuilt after it (its seconds counted): from
-    `gather` (`EmbeddedStore.gathering`, handed every source of an empty store) where it could be
-    gathered as the source was read, else by reading the graph back."""
+    """Add one source to the store; `format` is guessed from the file suffix when not given. Its
+    triples are handed to `gather` (`EmbeddedStore.gathering`, given every source of an empty store)
+    where the relation index can be gathered as the source is read; the caller indexes the store
+    after the last source (`build_store`)."""
     format = format or guess_format(source)
     if format not in FORMATS:
         raise DatasetError(f"unknown KG format {format!r}; choose one of {', '.join(FORMATS)}")
@@ -64,8 +64,6 @@ def load_source(store: EmbeddedStore, source: str | Path, *, format: str | None 
         else:
             store.add_triples((t for ex in load_rog(source) for t in graph_triples(ex.graph)), index=False)
     after = len(store)
-    if index:
-        store.index_relations(progress=progress, gathered=gather, triples=after)
     return LoadReport(str(source), format, after - before, time.perf_counter() - start, after)
 
 
@@ -91,7 +89,7 @@ def build_store(
     files = [Path(s) for s in sources if (format or guess_format(s)) == "ntriples" and Path(s).is_file()]
     gathered = store.gathering(files if len(files) == len(sources) else ())  # N-Triples files: gathered beside the load
     with gathered if len(store) == 0 else nullcontext() as runs:  # a load run again after a kill reads back
-        reports = [load_source(store, source, format=format, index=False, gather=runs, progress=progress) for source in sources]
+        reports = [load_source(store, source, format=format, gather=runs, progress=progress) for source in sources]
         with progress.advancing(desc="compacting", total=1, unit="store") as advance:
             compacted = store.compact()
             advance(1)

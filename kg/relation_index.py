@@ -261,7 +261,7 @@ class RelationRuns:
         keys = self.hasher.keys(a, term_starts, term_ends)
         lines = len(starts)
         numbers = self._numbered(whole, keys[lines : 2 * lines], s1 + 1, s2)
-        self.edges.update(set(numbers[obj == _IRI].tolist()))
+        self.edges.update(numbers[obj == _IRI].tolist())
         self.advance(lines)
         return _Chunk(np.concatenate((keys[:lines], keys[2 * lines :])), np.concatenate((2 * numbers, 2 * numbers[node] + 1)).astype(np.uint32))
 
@@ -318,7 +318,7 @@ class RelationRuns:
             cut = [run.between(low, high) for run in runs]
             keys, tokens = _distinct(_joined([k for k, _ in cut], np.int64), rank[_joined([t for _, t in cut], np.uint32)])
             yield keys, tokens
-            advance(int(np.count_nonzero(keys[1:] != keys[:-1])) + 1 if len(keys) else 0)
+            advance(int(np.count_nonzero(_first_of_each(keys))))
 
 
 class _Chunk:
@@ -359,18 +359,12 @@ def _joined(arrays: Sequence[np.ndarray], dtype) -> np.ndarray:
 
 
 def _distinct(keys: np.ndarray, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The pairs sorted by key, then token, each once: sorted by key, then as one number (the key's
-    place among the distinct keys, then the token) made distinct; two sorts of 8 bytes, not a lexsort."""
-    order = np.argsort(keys)
-    keys, tokens = keys[order], tokens[order]
-    new = np.ones(len(keys), bool)
-    new[1:] = keys[1:] != keys[:-1]
-    place = np.cumsum(new, dtype=np.uint64) - np.uint64(1)
-    pairs = np.sort((place << np.uint64(32)) | tokens.astype(np.uint64))
-    once = np.ones(len(pairs), bool)
-    once[1:] = pairs[1:] != pairs[:-1]
-    pairs = pairs[once]
-    return keys[new][(pairs >> np.uint64(32)).astype(np.int64)], (pairs & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    """The pairs sorted by key, then token, each once: as one number each (the key's place among the
+    distinct keys, then the token) sorted and made distinct; two sorts of 8 bytes, not a lexsort."""
+    distinct, _, place = _sorted_once(keys)
+    pairs = np.sort((place.astype(np.uint64) << np.uint64(32)) | tokens.astype(np.uint64))
+    pairs = pairs[_first_of_each(pairs)]
+    return distinct[(pairs >> np.uint64(32)).astype(np.int64)], (pairs & np.uint64(0xFFFFFFFF)).astype(np.uint32)
 
 
 def _sorted_once(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -378,11 +372,17 @@ def _sorted_once(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     `np.unique`'s three answers by one unstable sort (numpy 2.4's own takes 10 times as long)."""
     order = np.argsort(values)
     ordered = values[order]
-    new = np.ones(len(values), bool)
-    new[1:] = ordered[1:] != ordered[:-1]
+    new = _first_of_each(ordered)
     place = np.empty(len(values), np.int64)
     place[order] = np.cumsum(new) - 1
     return ordered[new], order[new], place
+
+
+def _first_of_each(ordered: np.ndarray) -> np.ndarray:
+    """Where a sorted array holds a value for the first time."""
+    new = np.ones(len(ordered), bool)
+    new[1:] = ordered[1:] != ordered[:-1]
+    return new
 
 
 if __name__ == "__main__":  # the gathering process: FOLDER RUN_BYTES PARENT_PID FILE...

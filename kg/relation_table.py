@@ -43,18 +43,17 @@ import numpy as np
 from kgqa.kg.name_table import open_stamped
 
 TABLE_FILE = "relations.sqlite"
-FORMAT = "arrays of term keys"  # in the stamp: a table of an older format reads as no index
+FORMAT = "arrays of term keys, 2"  # in the stamp: a table of an older format reads as no index
 ARRAYS = {"keys": "<i8", "ends": "<i8", "numbers": "<u4"}  # the table's arrays, each in a file of its own: `relations.sqlite.keys`, ...
 _BASE = np.uint64(0x100000001B3)  # the polynomial hash's base (odd: invertible modulo 2**64)
 _INVERSE = np.uint64(pow(int(_BASE), -1, 1 << 64))
 _LENGTH = np.uint64(0x9E3779B97F4A7C15)
-_TOP = np.uint64(1 << 63)
 
 
 class TermHasher:
     """64-bit keys of terms cut out of one byte buffer, all at once: a polynomial hash of each term's
     bytes from prefix sums (modulo 2**64, as numpy's unsigned arithmetic wraps), its length mixed in
-    and the bits spread (splitmix64's finalizer), as signed integers in the order SQLite sorts them.
+    and the bits spread (splitmix64's finalizer), read as signed 64-bit integers (the arrays' keys).
     Keeps the powers of the base for the longest buffer it was given."""
 
     def __init__(self) -> None:
@@ -74,7 +73,7 @@ class TermHasher:
             x ^= x >> np.uint64(27)
             x *= np.uint64(0x94D049BB133111EB)
             x ^= x >> np.uint64(31)
-        return (x ^ _TOP).view(np.int64)
+        return x.view(np.int64)
 
     def _grow(self, size: int) -> None:
         if len(self._powers) >= size:
